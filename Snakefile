@@ -1,0 +1,22 @@
+# Duel: PyTorch vs TensorFlow transformer benchmarks, one job per cell, merged into a summary.
+# Run: snakemake --cores all [--configfile config/paper-2019.yaml] [--config key=value ...]
+import os
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# The default grid; --configfile / --config override it key by key.
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/cells.smk"
+include: "rules/summary.smk"
+
+
+rule all:
+    input:
+        summary_outputs(),
+    default_target: True

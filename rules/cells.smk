@@ -1,0 +1,33 @@
+# One job per cell: one process builds one model and sweeps its whole grid into one shard.
+
+
+rule run_cell:
+    input:
+        model_config=model_config,
+    output:
+        shard=plan.SHARD_PATTERN,
+    log:
+        "results/logs/cells/{era}/{device}/{framework}/{mode}/{task}/{model}.log",
+    params:
+        batch_sizes=joined(config["batch_sizes"]),
+        sequence_lengths=joined(config["sequence_lengths"]),
+        methods=joined(METHODS),
+        seed=config["seed"],
+        duel=config["duel"],
+        hf2019=config["hf2019"],
+    # A timing cell takes every core Snakemake may use, so no two cells ever share cores.
+    threads: workflow.cores
+    resources:
+        mem_mb=cell_mem_mb,
+    shell:
+        "{CELL_PYTHON:q} {RUN_CELL:q}"
+        " --era {wildcards.era:q} --device {wildcards.device:q}"
+        " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
+        " --task {wildcards.task:q} --model-config {input.model_config:q}"
+        " --batch-sizes {params.batch_sizes:q} --sequence-lengths {params.sequence_lengths:q}"
+        " --methods {params.methods:q} --seed {params.seed} --threads {threads}"
+        " --warmup-calls {params.duel[warmup_calls]} --min-samples {params.duel[min_samples]}"
+        " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
+        " --max-time-s {params.duel[max_time_s]}"
+        " --repeat {params.hf2019[repeat]} --number {params.hf2019[number]}"
+        " --runner native --output {output.shard:q} > {log:q} 2>&1"

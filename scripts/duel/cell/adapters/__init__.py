@@ -1,0 +1,26 @@
+"""Framework adapters: PyTorch and TensorFlow behind the same small interface (see base.py).
+
+Each adapter is imported only when its framework is asked for, so a PyTorch cell never imports
+TensorFlow (and the reverse): imports cost seconds and inflate the measured memory.
+"""
+import importlib
+
+ADAPTERS = {
+    "pytorch": ("duel.cell.adapters.pytorch", "PyTorchAdapter"),
+    "tensorflow": ("duel.cell.adapters.tensorflow", "TensorFlowAdapter"),
+}
+
+MODES = {
+    "pytorch": ("eager",),
+    "tensorflow": ("eager", "function"),
+}
+
+
+def load_adapter(framework):
+    """The adapter class of ``framework`` (imports that framework)."""
+    if framework not in ADAPTERS:
+        raise ValueError(
+            "unknown framework %r (known: %s)" % (framework, ", ".join(sorted(ADAPTERS)))
+        )
+    module_name, class_name = ADAPTERS[framework]
+    return getattr(importlib.import_module(module_name), class_name)

@@ -1,0 +1,36 @@
+"""The one place for API differences between transformers 2.1.1 (2019) and 4.x (today).
+
+- Config construction: 4.x takes ``vocab_size=`` and ``XConfig.from_dict``; 2.1.1 constructors
+  take ``vocab_size_or_config_json_file`` and XLNet/Transfo-XL call the vocabulary ``n_token``.
+  ``from_dict`` exists in both; the key is renamed for 2.1.1 here.
+- Model outputs: 4.x returns ModelOutput objects, 2.1.1 returns tuples; ``last_hidden_state``
+  reads either.
+- Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
+  ``transformers.models.deprecated`` but stays importable from the top level.
+"""
+import transformers
+
+TRANSFORMERS_VERSION = transformers.__version__
+LEGACY = int(TRANSFORMERS_VERSION.split(".")[0]) < 3
+
+# Families whose 2.1.1 config calls the vocabulary size ``n_token``.
+_N_TOKEN_FAMILIES = ("xlnet", "transfo-xl")
+
+
+def model_class(name):
+    """A transformers class by name (``BertModel``, ``TFBertModel``, ...)."""
+    return getattr(transformers, name)
+
+
+def build_config(config_class_name, family, architecture):
+    """A transformers config object from a checkpoint's architecture dict, in either era."""
+    values = dict(architecture)
+    if LEGACY and family in _N_TOKEN_FAMILIES and "vocab_size" in values:
+        values["n_token"] = values.pop("vocab_size")
+    return model_class(config_class_name).from_dict(values)
+
+
+def last_hidden_state(outputs):
+    """The final hidden state from a model's outputs (ModelOutput in 4.x, tuple in 2.1.1)."""
+    state = getattr(outputs, "last_hidden_state", None)
+    return outputs[0] if state is None else state

@@ -1,0 +1,78 @@
+"""The data contract: the columns of a shard, their Arrow types and their order.
+
+One row per point. The merge and every report read only these columns, so the schema is declared
+once here and every shard is written with it (a shard whose points all failed still has typed,
+all-null timing columns, and shards concatenate without type drift).
+"""
+import pyarrow as pa
+
+IDENTITY = [
+    ("era", pa.string()),
+    ("device", pa.string()),
+    ("framework", pa.string()),
+    ("mode", pa.string()),
+    ("task", pa.string()),
+    ("model", pa.string()),
+    ("batch_size", pa.int64()),
+    ("seq_len", pa.int64()),
+    ("method", pa.string()),
+]
+OUTCOME = [
+    ("status", pa.string()),  # ok, oom, error, skipped
+    ("message", pa.string()),
+]
+TIMING = [
+    ("samples", pa.list_(pa.float64())),  # every timed value, milliseconds per call
+    ("n_samples", pa.int64()),
+    ("mean", pa.float64()),
+    ("median", pa.float64()),
+    ("std", pa.float64()),
+    ("min", pa.float64()),
+    ("max", pa.float64()),
+    ("p90", pa.float64()),
+    ("warmup_calls", pa.int64()),
+    ("repeat", pa.int64()),  # hf2019 only: timeit's repeat
+    ("number", pa.int64()),  # hf2019 only: calls per repeat
+    ("point_wall_s", pa.float64()),  # wall time of the whole point, warm-up included
+]
+MEMORY = [
+    ("peak_host_rss_mb", pa.float64()),
+    ("peak_host_rss_method", pa.string()),
+    ("peak_device_mb", pa.float64()),
+]
+WORK = [
+    ("flops", pa.float64()),
+    ("achieved_gflops", pa.float64()),
+]
+ENVIRONMENT = [
+    ("python", pa.string()),
+    ("framework_version", pa.string()),
+    ("transformers_version", pa.string()),
+    ("numpy_version", pa.string()),
+    ("pyarrow_version", pa.string()),
+    ("cuda", pa.string()),
+    ("cudnn", pa.string()),
+    ("device_name", pa.string()),
+    ("cpu_model", pa.string()),
+    ("logical_cpus", pa.int64()),
+    ("threads", pa.int64()),
+    ("hostname", pa.string()),
+    ("platform", pa.string()),
+    ("runner", pa.string()),
+    ("image", pa.string()),
+    ("image_digest", pa.string()),
+    ("git_commit", pa.string()),
+    ("config_sha256", pa.string()),
+    ("started_at", pa.string()),
+    ("seed", pa.int64()),
+]
+
+COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + WORK + ENVIRONMENT
+SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
+NAMES = [name for name, _ in COLUMNS]
+STATUSES = ("ok", "oom", "error", "skipped")
+
+
+def empty_row():
+    """A row with every contract column present and unset (None)."""
+    return dict((name, None) for name in NAMES)

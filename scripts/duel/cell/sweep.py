@@ -1,0 +1,111 @@
+"""One cell's sweep: every point (batch size x sequence length x method), smallest first.
+
+The model is built once per cell; each point then gets its input, is timed, and has its peak host
+memory measured. A point that fails becomes a row with its status (``oom``, ``error``) and the
+error text, and the sweep goes on; a point whose length exceeds the model's maximum is a
+``skipped`` row with the reason. Nothing measured is dropped.
+"""
+import sys
+import time
+import traceback
+from collections import namedtuple
+
+import numpy as np
+
+from . import contract, models, timing
+from .memory import PeakRssProbe
+
+Point = namedtuple("Point", "batch_size seq_len method")
+
+CellSpec = namedtuple("CellSpec", "era device framework mode task model")
+
+
+def plan_points(batch_sizes, sequence_lengths, methods):
+    """Points in the 2019 order: batch size, then length, both ascending; methods within."""
+    return [
+        Point(batch, length, method)
+        for batch in sorted(set(batch_sizes))
+        for length in sorted(set(sequence_lengths))
+        for method in methods
+    ]
+
+
+def token_ids(spec, batch_size, seq_len, seed):
+    """One seeded row of random token ids, repeated over the batch (as the 2019 script did)."""
+    row = np.random.RandomState(seed).randint(0, models.vocab_size(spec), size=seq_len)
+    return np.tile(row.astype(np.int64), (batch_size, 1))
+
+
+def describe(error):
+    """A one-line message for a row: the exception type and the first line of its text."""
+    text = str(error).strip().splitlines()
+    return "%s: %s" % (type(error).__name__, text[0] if text else "")
+
+
+def measure(adapter, spec, point, seed, settings):
+    """Time one point and measure its peak host memory; returns the timing and memory columns."""
+    probe = PeakRssProbe().start()
+    began = time.time()
+    inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, seed))
+    call = adapter.call_for(point.method, inputs)
+    with adapter.inference_context(point.method):
+        if point.method == "hf2019":
+            measurement = timing.time_hf2019(call, settings.hf2019)
+        else:
+            measurement = timing.time_duel(call, adapter.synchronise, settings.duel)
+    columns = timing.summarise(measurement)
+    columns["point_wall_s"] = time.time() - began
+    columns["peak_host_rss_mb"] = probe.peak_mib()
+    columns["peak_host_rss_method"] = probe.method
+    return columns
+
+
+SweepSettings = namedtuple("SweepSettings", "seed duel hf2019")
+
+
+def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr):
+    """Build the model once, then run every point; returns one contract row per point."""
+    build_error = None
+    try:
+        adapter.build(spec, settings.seed)
+    except Exception as error:  # a cell whose model cannot be built still reports every point
+        traceback.print_exc(file=log)
+        build_error = "model build failed: " + describe(error)
+    rows = []
+    for point in points:
+        row = contract.empty_row()
+        row.update(environment)
+        row.update(cell._asdict())
+        row.update(point._asdict())
+        limit = spec.max_sequence_length
+        if limit is not None and point.seq_len > limit:
+            row["status"] = "skipped"
+            row["message"] = "sequence length %d exceeds the model's maximum of %d" % (
+                point.seq_len,
+                limit,
+            )
+        elif build_error:
+            row["status"], row["message"] = "error", build_error
+        else:
+            try:
+                row.update(measure(adapter, spec, point, settings.seed, settings))
+                row["status"] = "ok"
+            except Exception as error:  # the point fails, the sweep goes on
+                traceback.print_exc(file=log)
+                row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"
+                row["message"] = describe(error)
+            adapter.release_point()
+        log.write(
+            "%s b=%d l=%d %s: %s %s\n"
+            % (
+                spec.name,
+                point.batch_size,
+                point.seq_len,
+                point.method,
+                row["status"],
+                "median %.3f ms" % row["median"] if row["status"] == "ok" else row["message"],
+            )
+        )
+        log.flush()
+        rows.append(row)
+    return rows

@@ -1,0 +1,101 @@
+"""Timer -> Measurement: the two timing methods, shared by both frameworks.
+
+A framework adapter hands in a zero-argument ``call`` (one forward pass on a fixed input) and a
+``synchronise`` function (a no-op on the CPU, a device barrier on an accelerator); nothing here
+knows which framework runs.
+
+- ``hf2019`` reproduces the October 2019 Hugging Face script on purpose, flaws included, so its
+  numbers can be rebuilt: one untimed call, then ``timeit.repeat(call, repeat=30, number=3)``, and
+  the reported value is the mean per call, ``sum(totals) / repeat / number``. It never
+  synchronises a device (on a GPU that times kernel launches, not kernels: the point of keeping it).
+- ``duel`` is the honest default: warm-up calls on the same shapes, a device barrier before every
+  clock read, one call per sample, and a run length that adapts to the call's cost (at least
+  ``min_samples`` samples and ``min_time_s`` seconds, capped by ``max_samples`` and ``max_time_s``).
+
+Every raw sample is kept (milliseconds per call); statistics are derived from them.
+"""
+import time
+import timeit
+from collections import namedtuple
+
+import numpy as np
+
+Measurement = namedtuple("Measurement", "samples_ms mean_ms warmup_calls repeat number")
+Measurement.__doc__ = """Raw samples of one point (ms per call) and how they were taken.
+
+``mean_ms`` is the method's own reported mean (for hf2019 computed exactly as the 2019 script did).
+"""
+
+DuelSettings = namedtuple(
+    "DuelSettings", "warmup_calls min_samples min_time_s max_samples max_time_s"
+)
+DUEL_DEFAULTS = DuelSettings(
+    warmup_calls=3, min_samples=10, min_time_s=1.0, max_samples=1000, max_time_s=60.0
+)
+
+Hf2019Settings = namedtuple("Hf2019Settings", "repeat number")
+HF2019_DEFAULTS = Hf2019Settings(repeat=30, number=3)
+
+
+def _no_sync():
+    return None
+
+
+def time_hf2019(call, settings=HF2019_DEFAULTS):
+    """Time ``call`` exactly as the 2019 script did: one untimed call, then timeit.repeat.
+
+    One sample per repeat: the per-call time of that repeat (its total over ``number`` calls).
+    timeit switches the garbage collector off while timing, as it did in 2019.
+    """
+    call()
+    totals = timeit.repeat(call, repeat=settings.repeat, number=settings.number)
+    samples = [total / settings.number * 1000.0 for total in totals]
+    mean_ms = sum(totals) / float(len(totals)) / float(settings.number) * 1000.0
+    return Measurement(samples, mean_ms, 1, settings.repeat, settings.number)
+
+
+def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.perf_counter):
+    """Time ``call`` one call per sample, with warm-up and a device barrier at every clock read.
+
+    Stops once it has ``min_samples`` samples and has run ``min_time_s`` seconds, or at
+    ``max_samples`` samples, or once ``max_time_s`` seconds have passed (then with fewer samples
+    than ``min_samples`` if a single call is that slow; ``n_samples`` tells how many).
+    """
+    for _ in range(settings.warmup_calls):
+        call()
+    synchronise()
+    samples = []
+    started = clock()
+    while True:
+        before = clock()
+        call()
+        synchronise()
+        after = clock()
+        samples.append((after - before) * 1000.0)
+        elapsed = after - started
+        enough = len(samples) >= settings.min_samples and elapsed >= settings.min_time_s
+        if enough or len(samples) >= settings.max_samples or elapsed >= settings.max_time_s:
+            break
+    return Measurement(samples, float(np.mean(samples)), settings.warmup_calls, None, None)
+
+
+def summarise(measurement):
+    """Statistics of a measurement's samples, as contract columns (milliseconds).
+
+    ``std`` is the sample standard deviation (ddof=1; 0.0 for a single sample); ``p90`` is
+    numpy's linear-interpolated 90th percentile.
+    """
+    samples = np.asarray(measurement.samples_ms, dtype=np.float64)
+    return {
+        "samples": [float(value) for value in samples],
+        "n_samples": int(samples.size),
+        "mean": float(measurement.mean_ms),
+        "median": float(np.median(samples)),
+        "std": float(np.std(samples, ddof=1)) if samples.size > 1 else 0.0,
+        "min": float(samples.min()),
+        "max": float(samples.max()),
+        "p90": float(np.percentile(samples, 90)),
+        "warmup_calls": measurement.warmup_calls,
+        "repeat": measurement.repeat,
+        "number": measurement.number,
+    }

@@ -1,0 +1,1 @@
+"""Host code: runs in the workflow's own environment (planning, merge, spreadsheet)."""

@@ -1,0 +1,141 @@
+"""From a validated config to the list of cells this machine will run, or a clear refusal.
+
+The JSON schema catches wrong types, unknown keys and unsafe names; this module checks what a
+schema cannot: that every model has an architecture file, that each requested era has an
+environment and each device exists here. Every refusal names the key and the bad value, and
+happens while Snakemake plans, before any job starts.
+"""
+import json
+import os
+import shutil
+from collections import namedtuple
+
+Cell = namedtuple("Cell", "era device framework mode task model")
+
+SHARD_PATTERN = "results/shards/{era}/{device}/{framework}/{mode}/{task}/{model}.parquet"
+RUNNABLE_ERAS = {"current": "the workflow's own environment (envs/current-cpu.txt)"}
+
+
+class PlanError(ValueError):
+    """The config asks for something this workflow or this machine cannot run."""
+
+
+def as_list(value):
+    """A config value that may be one item or a list, as a list."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def coerce_integer_lists(config, keys=("batch_sizes", "sequence_lengths")):
+    """Turn digit strings into ints in integer lists.
+
+    ``snakemake --config 'batch_sizes=[1,2]'`` parses lists with YAML's BaseLoader, which keeps
+    every item a string; anything that is not a plain integer is left for the schema to reject.
+    """
+    for key in keys:
+        values = config.get(key)
+        if isinstance(values, list):
+            config[key] = [
+                int(item) if isinstance(item, str) and item.strip().isdigit() else item
+                for item in values
+            ]
+    return config
+
+
+def resolve_models_dir(config, checkout):
+    """The architecture folder: relative paths are taken from the checkout."""
+    folder = config.get("models_dir", "config/models")
+    return folder if os.path.isabs(folder) else os.path.join(checkout, folder)
+
+
+def model_config_path(models_dir, model):
+    return os.path.join(models_dir, model + ".json")
+
+
+def check_models(models, models_dir):
+    """Every model needs ``<models_dir>/<model>.json`` naming the same model."""
+    available = sorted(
+        name[: -len(".json")] for name in os.listdir(models_dir) if name.endswith(".json")
+    )
+    for model in models:
+        path = model_config_path(models_dir, model)
+        if not os.path.isfile(path):
+            raise PlanError(
+                "config key 'models': unknown model %r (no file %s). Known models: %s"
+                % (model, path, ", ".join(available))
+            )
+        with open(path) as handle:
+            named = json.load(handle).get("name")
+        if named != model:
+            raise PlanError("%s names model %r, expected %r" % (path, named, model))
+
+
+def check_eras(eras):
+    for era in eras:
+        if era not in RUNNABLE_ERAS:
+            raise PlanError(
+                "config key 'eras': era %r cannot run in this version of Duel; runnable eras: %s"
+                % (era, ", ".join("%s (%s)" % item for item in sorted(RUNNABLE_ERAS.items())))
+            )
+
+
+def gpu_present():
+    """Whether an NVIDIA GPU answers on this machine."""
+    return shutil.which("nvidia-smi") is not None and os.path.exists("/dev/nvidiactl")
+
+
+def check_devices(devices):
+    if "cuda" in devices:
+        reason = (
+            "cuda cells are not implemented yet"
+            if gpu_present()
+            else "this machine has no NVIDIA GPU (no nvidia-smi / /dev/nvidiactl)"
+        )
+        raise PlanError(
+            "config key 'devices': device 'cuda' cannot run here: %s. Use devices: [cpu]." % reason
+        )
+
+
+def check_modes(frameworks, modes):
+    for framework in frameworks:
+        if not modes.get(framework):
+            raise PlanError(
+                "config key 'modes': no mode listed for framework %r (e.g. modes: {%s: [eager]})"
+                % (framework, framework)
+            )
+
+
+def plan_cells(config, checkout):
+    """Every cell of the config, in a stable order; raises PlanError for what cannot run."""
+    check_eras(config["eras"])
+    check_devices(config["devices"])
+    check_modes(config["frameworks"], config["modes"])
+    check_models(config["models"], resolve_models_dir(config, checkout))
+    return [
+        Cell(era, device, framework, mode, task, model)
+        for era in config["eras"]
+        for device in config["devices"]
+        for framework in config["frameworks"]
+        for mode in config["modes"][framework]
+        for task in config.get("tasks", ["inference"])
+        for model in config["models"]
+    ]
+
+
+def shard_path(cell):
+    return SHARD_PATTERN.format(**cell._asdict())
+
+
+def estimate_mem_mb(architecture, batch_size, seq_len):
+    """A generous memory estimate for a cell (MB), for schedulers: weights, activations, runtime.
+
+    Parameters ~ vocab x hidden + 12 x layers x hidden^2 (embeddings + transformer blocks); the
+    weights are counted three times over (model, framework copies, autograd in hf2019 mode), the
+    activations as 30 hidden-sized tensors per layer, plus 2 GB for the runtime itself.
+    """
+    pick = lambda *keys: next((architecture[key] for key in keys if architecture.get(key)), 0)
+    hidden = pick("hidden_size", "n_embd", "dim", "d_model", "emb_dim")
+    layers = pick("num_hidden_layers", "n_layer", "n_layers")
+    vocab = pick("vocab_size")
+    parameters = vocab * hidden + 12 * layers * hidden * hidden
+    activations = 30 * layers * batch_size * seq_len * hidden
+    return int(2048 + (3 * parameters + activations) * 4 / 2**20)

@@ -1,0 +1,168 @@
+"""The summary spreadsheet: every number of the run, laid out as the 2019 study did, and more.
+
+Sheets:
+- ``about``: what each sheet holds, its unit, and how the values were computed.
+- ``long``: every contract column of every point (milliseconds; samples as JSON text).
+- one sheet per era x device x framework x mode x task x method in the 2019 layout: a row per
+  model, a column per point ``BxL`` (batch x length), seconds per call, N/A where not ok.
+- ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
+- ``environment``: one row per cell: versions, CPU, threads, runner, commit, config hash.
+Values are written as the floats stored in the shards (seconds are ms / 1000, nothing rounded).
+"""
+import itertools
+
+from openpyxl import Workbook
+from openpyxl.styles import Font
+
+from . import summary
+
+FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
+MODE_SHORT = {"function": "func", "torchscript": "jit"}
+NOT_AVAILABLE = "N/A"
+BOLD = Font(bold=True)
+SHEET_NAME_LIMIT = 31
+
+
+def _cell_value(value):
+    """Spreadsheet-safe value: None and pandas' missing markers become empty cells."""
+    try:
+        if value is None or value != value:  # NaN, pd.NA raise or compare unequal
+            return None
+    except TypeError:
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
+
+
+def _append(sheet, values, bold=False):
+    sheet.append([_cell_value(value) for value in values])
+    if bold:
+        for cell in sheet[sheet.max_row]:
+            cell.font = BOLD
+
+
+def layout_sheet_name(era, device, framework, mode, task, method, taken):
+    """A short unique sheet name, e.g. 'current cpu TF func duel' (31 characters at most)."""
+    parts = [era, device, FRAMEWORK_SHORT.get(framework, framework), MODE_SHORT.get(mode, mode)]
+    if task != "inference":
+        parts.append(task)
+    parts.append(method)
+    name = " ".join(parts)
+    if len(name) > SHEET_NAME_LIMIT or name in taken:
+        name = "%s #%d" % (name[: SHEET_NAME_LIMIT - 4], len(taken) + 1)
+    taken.add(name)
+    return name
+
+
+def _unit_note(method):
+    if method == "hf2019":
+        return "seconds per call: mean of timeit.repeat(repeat, number) as in 2019"
+    return "seconds per call: median of the duel samples"
+
+
+def write_long(workbook, frame):
+    sheet = workbook.create_sheet("long")
+    columns = [column for column in frame.columns if column not in ("reported_ms", "point")]
+    _append(sheet, columns, bold=True)
+    for row in summary.samples_as_text(frame)[columns].itertuples(index=False):
+        _append(sheet, row)
+    sheet.freeze_panes = "A2"
+
+
+def write_layouts(workbook, frame, points, taken):
+    """One 2019-layout sheet per era x device x framework x mode x task x method."""
+    keys = ["era", "device", "framework", "mode", "task", "method"]
+    for values, group in frame.groupby(keys, sort=False):
+        era, device, framework, mode, task, method = values
+        sheet = workbook.create_sheet(layout_sheet_name(*values, taken=taken))
+        hardware = group["cpu_model"].iloc[0] if device == "cpu" else group["device_name"].iloc[0]
+        _append(
+            sheet,
+            ["%s %s (%s), era %s, %s, %s, method %s"
+             % (framework, group["framework_version"].iloc[0], mode, era, task, device, method)],
+            bold=True,
+        )
+        _append(sheet, ["%s; %s, %s threads" % (_unit_note(method), hardware,
+                                                group["threads"].iloc[0])])
+        _append(sheet, ["model"] + points, bold=True)
+        for model, rows in group.groupby("model", sort=False):
+            by_point = dict(zip(rows["point"], rows["reported_ms"]))
+            values_s = []
+            for point in points:
+                value = _cell_value(by_point.get(point))
+                values_s.append(NOT_AVAILABLE if value is None else value / 1000.0)
+            _append(sheet, [model] + values_s)
+
+
+def ratio_frame(frame):
+    """Rows (era, device, task, method, pytorch mode, tensorflow mode, model, point, ratio)."""
+    keys = ["era", "device", "task", "method", "model", "point"]
+    pytorch = frame[frame["framework"] == "pytorch"]
+    tensorflow = frame[frame["framework"] == "tensorflow"]
+    merged = pytorch.merge(tensorflow, on=keys, suffixes=("_pt", "_tf"))
+    ratios = []
+    for _, row in merged.iterrows():
+        pt, tf = _cell_value(row["reported_ms_pt"]), _cell_value(row["reported_ms_tf"])
+        ratios.append(pt / tf if pt is not None and tf is not None and tf > 0 else None)
+    merged["ratio"] = ratios
+    return merged[keys[:4] + ["mode_pt", "mode_tf", "model", "point", "ratio"]]
+
+
+def write_ratios(workbook, frame, points):
+    sheet = workbook.create_sheet("ratio PT-TF")
+    _append(sheet, ["PyTorch time / TensorFlow time per point, same era, device, task, method "
+                    "and input (> 1: PyTorch slower); N/A where either point is not ok"], bold=True)
+    ratios = ratio_frame(frame)
+    blocks = ["era", "device", "task", "method", "mode_pt", "mode_tf"]
+    for values, group in ratios.groupby(blocks, sort=False):
+        _append(sheet, [])
+        _append(sheet, ["%s %s %s, method %s: PyTorch %s / TensorFlow %s" % values], bold=True)
+        _append(sheet, ["model"] + points, bold=True)
+        for model, rows in group.groupby("model", sort=False):
+            by_point = dict(zip(rows["point"], rows["ratio"]))
+            cells = [_cell_value(by_point.get(point)) for point in points]
+            _append(sheet, [model] + [NOT_AVAILABLE if value is None else value
+                                      for value in cells])
+
+
+def write_environment(workbook, frame):
+    sheet = workbook.create_sheet("environment")
+    columns = summary.CELL_KEYS + summary.ENVIRONMENT
+    cells = frame[columns].drop_duplicates(subset=summary.CELL_KEYS)
+    _append(sheet, columns, bold=True)
+    for row in cells.itertuples(index=False):
+        _append(sheet, row)
+
+
+def write_about(workbook, sheet_names):
+    sheet = workbook.active
+    sheet.title = "about"
+    lines = [
+        ["Duel summary: PyTorch vs TensorFlow transformer benchmarks"],
+        ["long", "every point, every contract column; times in milliseconds per call"],
+        ["layout sheets", "2019 layout: a row per model, a column per batch x length; seconds "
+                          "per call (duel: median; hf2019: mean, as 2019); N/A: not ok"],
+        ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
+        ["environment", "what produced each cell's numbers"],
+        [],
+        ["sheets"] + list(sheet_names),
+    ]
+    for line in lines:
+        _append(sheet, line)
+    sheet["A1"].font = BOLD
+
+
+def write_workbook(frame, path):
+    """The whole spreadsheet for a merged frame (see the module docstring)."""
+    frame = summary.with_reported(frame)
+    points = summary.point_order(frame)
+    workbook = Workbook()
+    taken = set()
+    write_long(workbook, frame)
+    write_layouts(workbook, frame, points, taken)
+    write_ratios(workbook, frame, points)
+    write_environment(workbook, frame)
+    write_about(workbook, list(itertools.chain(["long"], sorted(taken, key=lambda n: n),
+                                               ["ratio PT-TF", "environment"])))
+    workbook.save(path)

@@ -1,0 +1,75 @@
+"""Read every shard of a run into one table, and derive what the reports show.
+
+Only the data contract (duel.cell.contract) is read; a shard written before a column existed
+gets that column as nulls (the place for a migration if a column is ever renamed).
+"""
+import json
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from duel.cell import contract
+
+IDENTITY = [name for name, _ in contract.IDENTITY]
+CELL_KEYS = ["era", "device", "framework", "mode", "task", "model"]
+ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
+
+
+def read_shard(path):
+    """One shard as an Arrow table with exactly the contract's columns."""
+    table = pq.read_table(path)
+    columns = []
+    for name, kind in contract.COLUMNS:
+        if name in table.column_names:
+            columns.append(table.column(name).cast(kind))
+        else:
+            columns.append(pa.nulls(table.num_rows, type=kind))
+    return pa.Table.from_arrays(columns, names=contract.NAMES)
+
+
+def read_shards(paths):
+    """All shards, concatenated in the order given (the workflow's cell order)."""
+    if not paths:
+        raise ValueError("no shards to merge")
+    table = pa.concat_tables([read_shard(path) for path in paths])
+    return table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get)
+
+
+def reported_ms(row):
+    """The figure a method reports for a point: hf2019 its mean (as 2019 did), duel its median."""
+    if row["status"] != "ok":
+        return None
+    return row["mean"] if row["method"] == "hf2019" else row["median"]
+
+
+def with_reported(frame):
+    """The frame plus ``reported_ms`` (see reported_ms) and ``point`` ('BxL', e.g. '2x128')."""
+    frame = frame.copy()
+    frame["reported_ms"] = [reported_ms(row) for _, row in frame.iterrows()]
+    frame["point"] = [
+        "%dx%d" % (batch, length) for batch, length in zip(frame["batch_size"], frame["seq_len"])
+    ]
+    return frame
+
+
+def point_order(frame):
+    """Point labels in the 2019 column order: batch size, then length, ascending."""
+    pairs = sorted(set(zip(frame["batch_size"], frame["seq_len"])))
+    return ["%dx%d" % pair for pair in pairs]
+
+
+def samples_as_text(frame):
+    """The frame with ``samples`` as JSON text (CSV and spreadsheet cells hold no lists)."""
+    frame = frame.copy()
+    frame["samples"] = [
+        None if samples is None else json.dumps([float(value) for value in samples])
+        for samples in frame["samples"]
+    ]
+    return frame
+
+
+def write_outputs(frame, parquet_path, csv_path):
+    """The merged table as Parquet (lists kept) and CSV (samples as JSON text)."""
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), parquet_path)
+    samples_as_text(frame).to_csv(csv_path, index=False)

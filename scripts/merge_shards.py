@@ -1,0 +1,26 @@
+"""Snakemake script: merge every shard of the run into results/summary.{parquet,csv,xlsx}."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from duel.host import spreadsheet, summary  # noqa: E402
+
+
+def main(shards, parquet_path, csv_path, xlsx_path):
+    frame = summary.read_shards(shards)
+    summary.write_outputs(frame, parquet_path, csv_path)
+    spreadsheet.write_workbook(frame, xlsx_path)
+    counts = frame["status"].value_counts().to_dict()
+    print("merged %d shards, %d points: %s" % (len(shards), len(frame), counts))
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stdout = sys.stderr = log
+        main(
+            list(snakemake.input.shards),  # noqa: F821
+            snakemake.output.parquet,  # noqa: F821
+            snakemake.output.csv,  # noqa: F821
+            snakemake.output.xlsx,  # noqa: F821
+        )

@@ -1,0 +1,144 @@
+#!/usr/bin/env python
+"""Run one benchmark cell and write its Parquet shard.
+
+A cell is one era x device x framework x mode x task x model; it sweeps every batch size x
+sequence length x timing method inside this one process (imports and the model build are paid
+once). The workflow runs this script once per cell; it also runs by hand, e.g.
+
+    python scripts/run_cell.py --framework pytorch --mode eager \\
+        --model-config config/models/gpt2.json --batch-sizes 1 --sequence-lengths 8,64 \\
+        --output /tmp/gpt2.parquet
+
+This file and everything it imports run in the oldest era too (Python 3.6, see duel/cell).
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Set before any framework is imported: offline, quiet, one framework per process, threads.
+FRAMEWORK_ENVIRONMENT = {
+    "pytorch": {"USE_TF": "0", "USE_TORCH": "1"},
+    "tensorflow": {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"},
+}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def positive_ints(text):
+    """'1,2,4' -> [1, 2, 4]; every value a positive integer."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected comma-separated integers, got %r" % text)
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("expected positive integers, got %r" % text)
+    return values
+
+
+def names(text):
+    """'duel,hf2019' -> ['duel', 'hf2019']."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cell = parser.add_argument_group("the cell")
+    cell.add_argument("--era", default="current", help="era label recorded in the shard")
+    cell.add_argument("--device", default="cpu", choices=["cpu"])
+    cell.add_argument("--framework", required=True, choices=["pytorch", "tensorflow"])
+    cell.add_argument("--mode", default="eager", help="pytorch: eager; tensorflow: eager, function")
+    cell.add_argument("--task", default="inference", choices=["inference"])
+    cell.add_argument("--model-config", required=True, help="a config/models/*.json file")
+    grid = parser.add_argument_group("the grid")
+    grid.add_argument("--batch-sizes", type=positive_ints, default=[1], help="e.g. 1,2,4,8")
+    grid.add_argument("--sequence-lengths", type=positive_ints, default=[8], help="e.g. 8,64")
+    grid.add_argument("--methods", type=names, default=["duel"], help="duel, hf2019 or both")
+    grid.add_argument("--seed", type=int, default=0, help="seeds weights and input token ids")
+    grid.add_argument("--threads", type=int, default=None, help="default: all usable CPUs")
+    duel = parser.add_argument_group("method duel")
+    duel.add_argument("--warmup-calls", type=int, default=3)
+    duel.add_argument("--min-samples", type=int, default=10)
+    duel.add_argument("--min-time-s", type=float, default=1.0)
+    duel.add_argument("--max-samples", type=int, default=1000)
+    duel.add_argument("--max-time-s", type=float, default=60.0)
+    hf2019 = parser.add_argument_group("method hf2019")
+    hf2019.add_argument("--repeat", type=int, default=30, help="timeit repeat (2019: 30)")
+    hf2019.add_argument("--number", type=int, default=3, help="timeit number (2019: 3)")
+    recorded = parser.add_argument_group("recorded as they are")
+    recorded.add_argument("--runner", default="native")
+    recorded.add_argument("--image", default=None)
+    recorded.add_argument("--image-digest", default=None)
+    parser.add_argument("--output", required=True, help="the Parquet shard to write")
+    args = parser.parse_args(argv)
+    for method in args.methods:
+        if method not in ("duel", "hf2019"):
+            parser.error("unknown method %r (methods: duel, hf2019)" % method)
+    return args
+
+
+def prepare_process(framework, threads):
+    """Environment variables that must be set before the framework is imported."""
+    os.environ.update(FRAMEWORK_ENVIRONMENT[framework])
+    os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    for variable in THREAD_VARIABLES:
+        os.environ[variable] = str(threads)
+
+
+def settings_digest(args, spec):
+    """SHA-256 of everything that determines this cell's numbers (not where they are written)."""
+    settings = dict(vars(args))
+    settings.pop("output")
+    settings["architecture"] = spec.architecture
+    settings["max_sequence_length"] = spec.max_sequence_length
+    encoded = json.dumps(settings, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    sys.path.insert(0, HERE)
+    from duel.cell import environment, models
+
+    threads = args.threads or environment.usable_cpus()
+    prepare_process(args.framework, threads)
+    started_at = environment.utc_now()
+    spec = models.load_model_spec(args.model_config)
+
+    from duel.cell import shard, sweep, timing
+    from duel.cell.adapters import load_adapter
+
+    adapter = load_adapter(args.framework)(args.mode, args.device, threads)
+    columns = environment.host_columns(
+        threads=threads,
+        runner=args.runner,
+        image=args.image,
+        image_digest=args.image_digest,
+        config_sha256=settings_digest(args, spec),
+        seed=args.seed,
+        started_at=started_at,
+    )
+    columns.update(adapter.environment())
+    settings = sweep.SweepSettings(
+        seed=args.seed,
+        duel=timing.DuelSettings(
+            args.warmup_calls, args.min_samples, args.min_time_s, args.max_samples, args.max_time_s
+        ),
+        hf2019=timing.Hf2019Settings(args.repeat, args.number),
+    )
+    cell = sweep.CellSpec(
+        args.era, args.device, args.framework, args.mode, args.task, spec.name
+    )
+    points = sweep.plan_points(args.batch_sizes, args.sequence_lengths, args.methods)
+    rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns)
+    shard.write_shard(rows, args.output)
+    failed = sum(1 for row in rows if row["status"] in ("oom", "error"))
+    sys.stderr.write("wrote %s: %d points, %d failed\n" % (args.output, len(rows), failed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

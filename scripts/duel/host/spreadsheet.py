@@ -9,8 +9,10 @@ Sheets:
 - ``environment``: one row per cell: versions, CPU, threads, runner, commit, config hash.
 Values are written as the floats stored in the shards (seconds are ms / 1000, nothing rounded).
 """
+import contextlib
 import itertools
 
+import openpyxl.cell._writer
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
@@ -153,6 +155,28 @@ def write_about(workbook, sheet_names):
     sheet["A1"].font = BOLD
 
 
+@contextlib.contextmanager
+def exact_floats():
+    """Write floats with Python's shortest round-trip repr while saving.
+
+    openpyxl formats numbers as ``%.16g``, which drops the 17th significant digit that some
+    doubles need: the spreadsheet would then hold a neighbouring float, not the shard's value.
+    Spreadsheet programs read 17-digit values as the same IEEE double.
+    """
+    original = openpyxl.cell._writer.safe_string
+
+    def safe_string(value):
+        if isinstance(value, float) and value == value and abs(value) != float("inf"):
+            return repr(value)
+        return original(value)
+
+    openpyxl.cell._writer.safe_string = safe_string
+    try:
+        yield
+    finally:
+        openpyxl.cell._writer.safe_string = original
+
+
 def write_workbook(frame, path):
     """The whole spreadsheet for a merged frame (see the module docstring)."""
     frame = summary.with_reported(frame)
@@ -165,4 +189,5 @@ def write_workbook(frame, path):
     write_environment(workbook, frame)
     write_about(workbook, list(itertools.chain(["long"], sorted(taken, key=lambda n: n),
                                                ["ratio PT-TF", "environment"])))
-    workbook.save(path)
+    with exact_floats():
+        workbook.save(path)

@@ -1,0 +1,52 @@
+"""Shared helpers: paths, and running the real workflow in a temporary directory."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(REPO, "scripts")
+MODELS = os.path.join(REPO, "config", "models")
+TEST_MODELS = os.path.join(REPO, "tests", "data", "models")
+sys.path.insert(0, SCRIPTS)
+
+# Timing settings that keep test points short; the method is the same as in real runs.
+QUICK = {
+    "duel": {"warmup_calls": 1, "min_samples": 3, "min_time_s": 0.02, "max_samples": 50,
+             "max_time_s": 5.0},
+    "hf2019": {"repeat": 3, "number": 2},
+}
+
+
+def snakemake(workdir, *args, timeout=900, check=True):
+    """Run the real workflow from the checkout, writing under ``workdir``."""
+    command = [sys.executable, "-m", "snakemake", "-s", os.path.join(REPO, "Snakefile"),
+               "--directory", str(workdir), *args]
+    result = subprocess.run(command, cwd=str(workdir), capture_output=True, text=True,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError("snakemake failed (%d):\n%s\n%s"
+                             % (result.returncode, result.stdout[-4000:], result.stderr[-8000:]))
+    return result
+
+
+def write_config(workdir, **values):
+    """A config file in ``workdir`` (merged over config/config.yaml by Snakemake)."""
+    path = os.path.join(str(workdir), "test-config.yaml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(values, handle)
+    return path
+
+
+@pytest.fixture
+def models_dir(tmp_path):
+    """A models folder with two real 2019 checkpoints and the tiny failing fixture."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name in ("distilbert-base-uncased.json", "gpt2.json"):
+        shutil.copy(os.path.join(MODELS, name), str(folder))
+    shutil.copy(os.path.join(TEST_MODELS, "tiny-bert-16pos.json"), str(folder))
+    return str(folder)

@@ -1,0 +1,86 @@
+"""The timing core: accuracy against a known workload, the 2019 arithmetic, the stop rules."""
+import time
+
+import numpy as np
+import pytest
+
+from duel.cell import timing
+
+
+def busy_wait(milliseconds):
+    """A call that takes ``milliseconds`` of wall time (busy loop: no scheduler sleep jitter)."""
+    def call():
+        end = time.perf_counter() + milliseconds / 1000.0
+        while time.perf_counter() < end:
+            pass
+    return call
+
+
+class Counter(object):
+    def __init__(self, inner=None):
+        self.calls = 0
+        self.inner = inner
+
+    def __call__(self):
+        self.calls += 1
+        if self.inner:
+            self.inner()
+
+
+def test_duel_measures_a_known_duration():
+    settings = timing.DuelSettings(warmup_calls=2, min_samples=20, min_time_s=0.0,
+                                   max_samples=20, max_time_s=10.0)
+    measurement = timing.time_duel(busy_wait(5.0), settings=settings)
+    stats = timing.summarise(measurement)
+    assert stats["n_samples"] == 20
+    assert 5.0 <= stats["median"] < 5.5
+    assert stats["min"] >= 5.0
+
+
+def test_hf2019_measures_a_known_duration_and_reports_the_2019_mean():
+    settings = timing.Hf2019Settings(repeat=10, number=3)
+    counter = Counter(busy_wait(2.0))
+    measurement = timing.time_hf2019(counter, settings)
+    assert counter.calls == 1 + 10 * 3  # one untimed call, then repeat x number
+    assert len(measurement.samples_ms) == 10
+    assert 2.0 <= measurement.mean_ms < 2.3
+    # The 2019 figure: sum of the repeats' totals / repeat / number, i.e. the samples' mean.
+    assert measurement.mean_ms == pytest.approx(np.mean(measurement.samples_ms), rel=1e-12)
+    assert (measurement.warmup_calls, measurement.repeat, measurement.number) == (1, 10, 3)
+
+
+def test_duel_warms_up_then_synchronises_at_every_clock_read():
+    events = []
+    call = lambda: events.append("call")
+    sync = lambda: events.append("sync")
+    settings = timing.DuelSettings(warmup_calls=2, min_samples=3, min_time_s=0.0,
+                                   max_samples=3, max_time_s=10.0)
+    timing.time_duel(call, sync, settings)
+    assert events == ["call", "call", "sync"] + ["call", "sync"] * 3
+
+
+def test_duel_runs_at_least_min_time():
+    settings = timing.DuelSettings(0, 2, 0.1, 10000, 10.0)
+    measurement = timing.time_duel(busy_wait(1.0), settings=settings)
+    assert sum(measurement.samples_ms) >= 100.0
+    assert len(measurement.samples_ms) < 150
+
+
+def test_duel_stops_at_max_samples_and_at_max_time():
+    fast = timing.time_duel(lambda: None, settings=timing.DuelSettings(0, 1, 60.0, 7, 60.0))
+    assert len(fast.samples_ms) == 7
+    slow = timing.time_duel(busy_wait(30.0), settings=timing.DuelSettings(0, 100, 0.0, 100, 0.1))
+    assert 3 <= len(slow.samples_ms) <= 5
+
+
+def test_summarise_matches_numpy_on_known_samples():
+    samples = [4.0, 1.0, 3.0, 2.0, 10.0]
+    stats = timing.summarise(timing.Measurement(samples, 4.0, 3, None, None))
+    assert stats["samples"] == samples  # kept raw, in order
+    assert stats["median"] == 3.0
+    assert stats["min"] == 1.0 and stats["max"] == 10.0
+    assert stats["std"] == pytest.approx(np.std(samples, ddof=1))
+    assert stats["p90"] == pytest.approx(7.6)  # linear interpolation between 4.0 and 10.0
+    assert stats["mean"] == 4.0
+    single = timing.summarise(timing.Measurement([2.5], 2.5, 0, None, None))
+    assert single["std"] == 0.0 and single["n_samples"] == 1

@@ -17,6 +17,6 @@ include: "rules/summary.smk"
 
 
 rule all:
+    default_target: True
     input:
         summary_outputs(),
-    default_target: True

@@ -8,19 +8,23 @@ rule run_cell:
         shard=plan.SHARD_PATTERN,
     log:
         "results/logs/cells/{era}/{device}/{framework}/{mode}/{task}/{model}.log",
+    conda:
+        ERA_ENV
+    # A timing cell takes every core Snakemake may use, so no two cells ever share cores.
+    threads: workflow.cores
+    resources:
+        mem_mb=cell_mem_mb,
     params:
+        python=cell_python(),
+        script=RUN_CELL,
         batch_sizes=joined(config["batch_sizes"]),
         sequence_lengths=joined(config["sequence_lengths"]),
         methods=joined(METHODS),
         seed=config["seed"],
         duel=config["duel"],
         hf2019=config["hf2019"],
-    # A timing cell takes every core Snakemake may use, so no two cells ever share cores.
-    threads: workflow.cores
-    resources:
-        mem_mb=cell_mem_mb,
     shell:
-        "{CELL_PYTHON:q} {RUN_CELL:q}"
+        "{params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"
         " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
         " --task {wildcards.task:q} --model-config {input.model_config:q}"

@@ -1,10 +1,10 @@
 # Config validation and cell planning: everything here runs before any job is scheduled.
 import json
 import os
-import subprocess
 import sys
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 CHECKOUT = workflow.basedir
@@ -21,23 +21,15 @@ except plan.PlanError as error:
 
 MODELS_DIR = plan.resolve_models_dir(config, CHECKOUT)
 METHODS = plan.as_list(config["method"])
-CELL_PYTHON = sys.executable
 RUN_CELL = os.path.join(CHECKOUT, "scripts", "run_cell.py")
+ERA_ENV = "../envs/current-cpu.yaml"
 
 
-def git_commit():
-    """The checkout's commit (with '+dirty' for uncommitted changes), recorded in every shard."""
-    try:
-        run = lambda *args: subprocess.run(
-            ["git", "-C", CHECKOUT, *args], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        return run("rev-parse", "HEAD") + ("+dirty" if run("status", "--porcelain") else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-# Cells read it from the environment, so a new commit alone does not re-run finished cells.
-os.environ["DUEL_GIT_COMMIT"] = git_commit()
+def cell_python():
+    """The interpreter of a cell: the conda env's under --sdm conda, else this one."""
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+        return "python"
+    return sys.executable
 
 
 wildcard_constraints:

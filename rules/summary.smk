@@ -14,6 +14,8 @@ rule merge_shards:
         xlsx="results/summary.xlsx",
     log:
         "results/logs/merge_shards.log",
+    conda:
+        ERA_ENV
     threads: 1
     script:
         "../scripts/merge_shards.py"

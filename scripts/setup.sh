@@ -19,6 +19,3 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
 fi
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${requirements[@]}"
-# tf-keras declares a dependency on the CUDA 'tensorflow' wheel; tensorflow-cpu provides it.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
-  -r envs/current-cpu-nodeps.txt

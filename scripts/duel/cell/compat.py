@@ -1,8 +1,8 @@
 """The one place for API differences between transformers 2.1.1 (2019) and 4.x (today).
 
 - Config construction: 4.x takes ``vocab_size=`` and ``XConfig.from_dict``; 2.1.1 constructors
-  take ``vocab_size_or_config_json_file`` and XLNet/Transfo-XL call the vocabulary ``n_token``.
-  ``from_dict`` exists in both; the key is renamed for 2.1.1 here.
+  take ``vocab_size_or_config_json_file``, XLNet/Transfo-XL call the vocabulary ``n_token`` and
+  XLM ``n_words``. ``from_dict`` exists in both; the key is renamed for 2.1.1 here.
 - Model outputs: 4.x returns ModelOutput objects, 2.1.1 returns tuples; ``last_hidden_state``
   reads either.
 - Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
@@ -13,8 +13,8 @@ import transformers
 TRANSFORMERS_VERSION = transformers.__version__
 LEGACY = int(TRANSFORMERS_VERSION.split(".")[0]) < 3
 
-# Families whose 2.1.1 config calls the vocabulary size ``n_token``.
-_N_TOKEN_FAMILIES = ("xlnet", "transfo-xl")
+# What 2.1.1 configs call the vocabulary size, where it is not ``vocab_size``.
+_LEGACY_VOCAB_KEYS = {"xlnet": "n_token", "transfo-xl": "n_token", "xlm": "n_words"}
 
 
 def model_class(name):
@@ -25,8 +25,8 @@ def model_class(name):
 def build_config(config_class_name, family, architecture):
     """A transformers config object from a checkpoint's architecture dict, in either era."""
     values = dict(architecture)
-    if LEGACY and family in _N_TOKEN_FAMILIES and "vocab_size" in values:
-        values["n_token"] = values.pop("vocab_size")
+    if LEGACY and family in _LEGACY_VOCAB_KEYS and "vocab_size" in values:
+        values[_LEGACY_VOCAB_KEYS[family]] = values.pop("vocab_size")
     return model_class(config_class_name).from_dict(values)
 
 

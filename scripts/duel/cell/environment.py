@@ -36,15 +36,16 @@ def usable_cpus():
 
 
 def git_commit():
-    """The checkout's commit, from DUEL_GIT_COMMIT (set by the workflow) or git itself."""
-    given = os.environ.get("DUEL_GIT_COMMIT")
-    if given:
-        return given
+    """The commit of the checkout this code runs from ('+dirty' if it has changes), or 'unknown'.
+
+    Read by the cell itself rather than passed in, so that a new commit alone does not make
+    Snakemake re-run finished cells.
+    """
+    run = lambda *args: subprocess.check_output(
+        ("git", "-C", HERE) + args, stderr=subprocess.DEVNULL
+    ).decode().strip()
     try:
-        output = subprocess.check_output(
-            ["git", "-C", HERE, "rev-parse", "HEAD"], stderr=subprocess.DEVNULL
-        )
-        return output.decode().strip()
+        return run("rev-parse", "HEAD") + ("+dirty" if run("status", "--porcelain") else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

@@ -1,0 +1,53 @@
+"""Bad input is refused while Snakemake plans, before any job, naming the key and the value."""
+import os
+
+import pytest
+
+from conftest import REPO, snakemake
+
+BAD = [
+    (["models=[gpt3]"], ["models", "gpt3"]),
+    (["frameworks=[jax]"], ["frameworks", "jax"]),
+    (["modes={pytorch: [turbo]}"], ["pytorch", "turbo"]),
+    (["modes={tensorflow: [torchscript]}"], ["tensorflow", "torchscript"]),
+    (["eras=[hf2020]"], ["eras", "hf2020"]),
+    (["devices=[tpu]"], ["devices", "tpu"]),
+    (["devices=[cuda]"], ["devices", "cuda"]),
+    (["method=fastest"], ["method", "fastest"]),
+    (["batch_sizes=[1,0]"], ["batch_sizes", "0"]),
+    (["sequence_lengths=[8,abc]"], ["sequence_lengths", "abc"]),
+    (["sequence_lengths=[8.5]"], ["sequence_lengths", "8.5"]),
+    (["models=[]"], ["models", "[]"]),
+    (["colour=red"], ["colour"]),
+    (["models=[gpt2;touch /tmp/pwned]"], ["models", "gpt2;touch /tmp/pwned"]),
+    (["models=[../../etc/passwd]"], ["models", "../../etc/passwd"]),
+    (["duel={min_samples: 0}"], ["min_samples", "0"]),
+]
+
+
+@pytest.mark.parametrize("overrides, words", BAD, ids=[" ".join(b[0]) for b in BAD])
+def test_bad_config_is_refused_before_any_job(tmp_path, overrides, words):
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", *overrides, check=False)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    for word in words:
+        assert word in output, output[-3000:]
+    assert not os.path.exists(str(tmp_path / "results"))
+    assert not os.path.exists("/tmp/pwned")
+
+
+def test_command_line_lists_of_numbers_are_integers(tmp_path):
+    result = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--config", "batch_sizes=[1,2]",
+                       "sequence_lengths=[8]", "models=[gpt2]", "frameworks=[pytorch]")
+    output = result.stdout + result.stderr
+    assert "--batch-sizes 1,2 --sequence-lengths 8" in output.replace("'", "")
+    assert "run_cell            1" in output or "run_cell 1" in " ".join(output.split())
+
+
+def test_the_default_and_2019_configs_plan(tmp_path):
+    default = snakemake(tmp_path, "-n", "--cores", "2")
+    assert "run_cell" in default.stdout
+    paper = snakemake(tmp_path, "-n", "--cores", "2", "--configfile",
+                      os.path.join(REPO, "config", "paper-2019.yaml"))
+    jobs = " ".join(paper.stdout.split())
+    assert "run_cell 20" in jobs  # ten checkpoints x (PyTorch eager + TensorFlow function)

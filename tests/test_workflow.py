@@ -1,0 +1,149 @@
+"""End to end: the real workflow, real models of both frameworks, in a temporary directory."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import openpyxl
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import QUICK, REPO, snakemake, write_config
+from duel.cell import contract
+
+CELLS = [("pytorch", "eager"), ("tensorflow", "eager"), ("tensorflow", "function")]
+
+
+def shard_file(workdir, framework, mode, model):
+    return os.path.join(str(workdir), "results", "shards", "current", "cpu", framework, mode,
+                        "inference", model + ".parquet")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One real run: distilbert (ok, and skipped past 512) and a tiny model that fails at 32."""
+    workdir = tmp_path_factory.mktemp("run")
+    models = workdir / "models"
+    models.mkdir()
+    for source in (os.path.join(REPO, "config", "models", "distilbert-base-uncased.json"),
+                   os.path.join(REPO, "tests", "data", "models", "tiny-bert-16pos.json")):
+        with open(source) as handle, open(str(models / os.path.basename(source)), "w") as out:
+            out.write(handle.read())
+    config = write_config(
+        workdir, models_dir=str(models), models=["distilbert-base-uncased", "tiny-bert-16pos"],
+        batch_sizes=[1, 2], sequence_lengths=[8, 32, 600], method=["duel", "hf2019"], **QUICK)
+    started = time.time()
+    result = snakemake(workdir, "--cores", "all", "--configfile", config)
+    return workdir, result, time.time() - started
+
+
+def test_every_cell_wrote_a_shard_with_the_contract(run):
+    workdir, _, _ = run
+    for framework, mode in CELLS:
+        for model in ("distilbert-base-uncased", "tiny-bert-16pos"):
+            table = pq.read_table(shard_file(workdir, framework, mode, model))
+            assert table.schema.equals(contract.SCHEMA)
+            assert table.num_rows == 2 * 3 * 2  # batch sizes x lengths x methods
+
+
+def test_points_have_real_numbers_statuses_and_environment(run):
+    workdir, _, _ = run
+    rows = pq.read_table(os.path.join(str(workdir), "results", "summary.parquet")).to_pylist()
+    assert len(rows) == len(CELLS) * 2 * 12
+    by = lambda **k: [r for r in rows if all(r[key] == value for key, value in k.items())]
+    for row in by(model="distilbert-base-uncased", seq_len=8):
+        assert row["status"] == "ok", row["message"]
+        assert row["n_samples"] == len(row["samples"]) >= 3
+        assert 0 < row["min"] <= row["median"] <= row["max"]
+        assert row["peak_host_rss_mb"] > 200 and row["peak_host_rss_method"] == "vmhwm-reset"
+    for row in by(method="hf2019", status="ok"):
+        assert row["n_samples"] == 3 and (row["repeat"], row["number"]) == (3, 2)
+    for row in by(model="distilbert-base-uncased", seq_len=600):
+        assert row["status"] == "skipped" and "maximum of 512" in row["message"]
+    # The injected failure: 16 position embeddings, a 32-token input; the cell went on.
+    for row in by(model="tiny-bert-16pos", seq_len=32):
+        assert row["status"] == "error" and row["message"], row
+        assert row["samples"] is None
+    for row in by(model="tiny-bert-16pos", seq_len=8):
+        assert row["status"] == "ok"
+    versions = {(r["framework"], r["framework_version"]) for r in rows}
+    assert versions == {("pytorch", "2.13.0+cpu"), ("tensorflow", "2.21.0")}
+    for row in rows:
+        assert row["threads"] == len(os.sched_getaffinity(0))
+        assert row["runner"] == "native" and row["python"] == "%d.%d.%d" % sys.version_info[:3]
+        assert row["transformers_version"] == "4.57.6"
+        assert len(row["config_sha256"]) == 64 and row["git_commit"] and row["started_at"]
+        assert row["cpu_model"] and row["hostname"]
+
+
+def test_spreadsheet_matches_the_shards(run):
+    workdir, _, _ = run
+    workbook = openpyxl.load_workbook(os.path.join(str(workdir), "results", "summary.xlsx"))
+    assert workbook.sheetnames == [
+        "about", "long",
+        "current cpu PT eager duel", "current cpu PT eager hf2019",
+        "current cpu TF eager duel", "current cpu TF eager hf2019",
+        "current cpu TF func duel", "current cpu TF func hf2019",
+        "ratio PT-TF", "environment"]
+    sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
+    assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
+    shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))
+    medians = {(r["batch_size"], r["seq_len"]): r["median"] for r in shard.to_pylist()
+               if r["method"] == "duel"}
+    distilbert = next(row for row in sheet if row[0] == "distilbert-base-uncased")
+    assert distilbert[1:] == [medians[(1, 8)] / 1000.0, medians[(1, 32)] / 1000.0, "N/A",
+                              medians[(2, 8)] / 1000.0, medians[(2, 32)] / 1000.0, "N/A"]
+    tiny = next(row for row in sheet if row[0] == "tiny-bert-16pos")
+    assert tiny[2] == "N/A" and isinstance(tiny[1], float)
+    long_sheet = [list(r) for r in workbook["long"].iter_rows(values_only=True)]
+    header = long_sheet[0]
+    records = [dict(zip(header, row)) for row in long_sheet[1:]]
+    ok = [r for r in records if r["status"] == "ok"]
+    assert ok and all(json.loads(r["samples"])[0] > 0 for r in ok)
+    assert {r["status"] for r in records} == {"ok", "skipped", "error"}
+
+
+def test_a_finished_run_has_nothing_left_to_do(run):
+    workdir, _, _ = run
+    result = snakemake(workdir, "-n", "--cores", "all", "--configfile",
+                       os.path.join(str(workdir), "test-config.yaml"))
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
+    """SIGKILL the whole run while its second cell runs; the rerun keeps the first shard."""
+    config = write_config(tmp_path, models_dir=models_dir, models=["tiny-bert-16pos"],
+                          batch_sizes=[1], sequence_lengths=[8], method="duel", **QUICK)
+    command = [sys.executable, "-m", "snakemake", "-s", os.path.join(REPO, "Snakefile"),
+               "--directory", str(tmp_path), "--cores", "all", "--configfile", config]
+    log_path = str(tmp_path / "first-run.log")
+    shards = [shard_file(tmp_path, framework, mode, "tiny-bert-16pos") for framework, mode in CELLS]
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, cwd=str(tmp_path), stdout=log, stderr=log,
+                                   start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            with open(log_path) as log:
+                if "1 of 5 steps (20%) done" in log.read():
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the first cell never finished")
+        time.sleep(1.0)  # the second cell is running now
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finished = [path for path in shards if os.path.exists(path)]
+    assert len(finished) == 1
+    mtime = os.stat(finished[0]).st_mtime_ns
+    assert not os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))
+
+    snakemake(tmp_path, "--unlock", "--cores", "1", "--configfile", config)
+    result = snakemake(tmp_path, "--cores", "all", "--rerun-incomplete", "--configfile", config)
+    assert os.stat(finished[0]).st_mtime_ns == mtime, result.stderr[-3000:]
+    assert "run_cell 2" in " ".join(result.stderr.split())  # only the two unfinished cells
+    assert all(os.path.exists(path) for path in shards)
+    assert os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))

@@ -1,0 +1,81 @@
+"""Rules the code itself must keep: 2019-compatible in-cell code, lint, format, pinned envs."""
+import ast
+import os
+import subprocess
+import sys
+
+import yaml
+
+from conftest import REPO
+
+CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
+             os.path.join(REPO, "scripts", "run_cell.py")]
+ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel"}
+
+
+def python_files(paths):
+    for path in paths:
+        if path.endswith(".py"):
+            yield path
+        for folder, _, names in os.walk(path):
+            for name in names:
+                if name.endswith(".py"):
+                    yield os.path.join(folder, name)
+
+
+def test_in_cell_code_runs_on_python_3_6():
+    result = subprocess.run(
+        [sys.executable, "-m", "vermin", "--target=3.6-", "--violations", "--no-tips",
+         "--eval-annotations", "--backport", "typing", *CELL_CODE],
+        capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_in_cell_code_imports_only_stdlib_numpy_pyarrow_frameworks_transformers():
+    for path in python_files(CELL_CODE):
+        tree = ast.parse(open(path).read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots = [node.module.split(".")[0]]
+            else:
+                continue
+            for root in roots:
+                assert root in sys.stdlib_module_names or root in ALLOWED_IMPORTS, (path, root)
+
+
+def test_workflow_is_lint_clean():
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO,
+                            capture_output=True, text=True)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "Lints for" not in output, output
+
+
+def test_workflow_is_snakefmt_formatted():
+    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules"],
+                            cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def pins(lines):
+    return sorted(line.strip() for line in lines
+                  if line.strip() and not line.strip().startswith("#"))
+
+
+def test_conda_env_pins_equal_the_requirements_file():
+    with open(os.path.join(REPO, "envs", "current-cpu.txt")) as handle:
+        requirements = pins(handle)
+    with open(os.path.join(REPO, "envs", "current-cpu.yaml")) as handle:
+        environment = yaml.safe_load(handle)
+    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
+    assert pins(pip) == requirements
+    assert all("==" in pin for pin in requirements)
+
+
+def test_the_running_environment_is_the_pinned_one():
+    from importlib.metadata import version
+    with open(os.path.join(REPO, "envs", "current-cpu.txt")) as handle:
+        for pin in pins(handle):
+            name, wanted = pin.split("==")
+            assert version(name) == wanted, name

@@ -10,7 +10,6 @@ Sheets:
 Values are written as the floats stored in the shards (seconds are ms / 1000, nothing rounded).
 """
 import contextlib
-import itertools
 
 import openpyxl.cell._writer
 from openpyxl import Workbook
@@ -23,6 +22,8 @@ MODE_SHORT = {"function": "func", "torchscript": "jit"}
 NOT_AVAILABLE = "N/A"
 BOLD = Font(bold=True)
 SHEET_NAME_LIMIT = 31
+SECONDS_FORMAT = "0.00000"
+RATIO_FORMAT = "0.000"
 
 
 def _cell_value(value):
@@ -37,11 +38,17 @@ def _cell_value(value):
     return value
 
 
-def _append(sheet, values, bold=False):
+def _append(sheet, values, bold=False, number_format=None):
     sheet.append([_cell_value(value) for value in values])
-    if bold:
-        for cell in sheet[sheet.max_row]:
+    for cell in sheet[sheet.max_row]:
+        if bold:
             cell.font = BOLD
+        if number_format and isinstance(cell.value, float):
+            cell.number_format = number_format  # display only: the stored value stays exact
+
+
+def _widen_first_column(sheet, width=28):
+    sheet.column_dimensions["A"].width = width
 
 
 def layout_sheet_name(era, device, framework, mode, task, method, taken):
@@ -94,7 +101,8 @@ def write_layouts(workbook, frame, points, taken):
             for point in points:
                 value = _cell_value(by_point.get(point))
                 values_s.append(NOT_AVAILABLE if value is None else value / 1000.0)
-            _append(sheet, [model] + values_s)
+            _append(sheet, [model] + values_s, number_format=SECONDS_FORMAT)
+        _widen_first_column(sheet)
 
 
 def ratio_frame(frame):
@@ -125,7 +133,8 @@ def write_ratios(workbook, frame, points):
             by_point = dict(zip(rows["point"], rows["ratio"]))
             cells = [_cell_value(by_point.get(point)) for point in points]
             _append(sheet, [model] + [NOT_AVAILABLE if value is None else value
-                                      for value in cells])
+                                      for value in cells], number_format=RATIO_FORMAT)
+    _widen_first_column(sheet)
 
 
 def write_environment(workbook, frame):
@@ -137,9 +146,8 @@ def write_environment(workbook, frame):
         _append(sheet, row)
 
 
-def write_about(workbook, sheet_names):
-    sheet = workbook.active
-    sheet.title = "about"
+def write_about(sheet, sheet_names):
+    """The first sheet: what each sheet holds, and the list of sheets."""
     lines = [
         ["Duel summary: PyTorch vs TensorFlow transformer benchmarks"],
         ["long", "every point, every contract column; times in milliseconds per call"],
@@ -153,6 +161,7 @@ def write_about(workbook, sheet_names):
     for line in lines:
         _append(sheet, line)
     sheet["A1"].font = BOLD
+    _widen_first_column(sheet, 16)
 
 
 @contextlib.contextmanager
@@ -182,12 +191,12 @@ def write_workbook(frame, path):
     frame = summary.with_reported(frame)
     points = summary.point_order(frame)
     workbook = Workbook()
-    taken = set()
+    about = workbook.active
+    about.title = "about"
     write_long(workbook, frame)
-    write_layouts(workbook, frame, points, taken)
+    write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
     write_environment(workbook, frame)
-    write_about(workbook, list(itertools.chain(["long"], sorted(taken, key=lambda n: n),
-                                               ["ratio PT-TF", "environment"])))
+    write_about(about, workbook.sheetnames[1:])
     with exact_floats():
         workbook.save(path)

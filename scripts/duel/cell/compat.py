@@ -7,25 +7,39 @@
   reads either.
 - Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
   ``transformers.models.deprecated`` but stays importable from the top level.
-"""
-import transformers
 
-TRANSFORMERS_VERSION = transformers.__version__
-LEGACY = int(TRANSFORMERS_VERSION.split(".")[0]) < 3
+transformers is imported on first use, not with this module: importing it imports the framework
+and (TensorFlow 2.0) initialises its runtime, after which thread pools can no longer be set.
+"""
+import importlib
+
 
 # What 2.1.1 configs call the vocabulary size, where it is not ``vocab_size``.
 _LEGACY_VOCAB_KEYS = {"xlnet": "n_token", "transfo-xl": "n_token", "xlm": "n_words"}
 
 
+def _transformers():
+    return importlib.import_module("transformers")
+
+
+def transformers_version():
+    return _transformers().__version__
+
+
+def is_legacy():
+    """Whether this is the 2019 transformers (2.x) rather than today's."""
+    return int(transformers_version().split(".")[0]) < 3
+
+
 def model_class(name):
     """A transformers class by name (``BertModel``, ``TFBertModel``, ...)."""
-    return getattr(transformers, name)
+    return getattr(_transformers(), name)
 
 
 def build_config(config_class_name, family, architecture):
     """A transformers config object from a checkpoint's architecture dict, in either era."""
     values = dict(architecture)
-    if LEGACY and family in _LEGACY_VOCAB_KEYS and "vocab_size" in values:
+    if is_legacy() and family in _LEGACY_VOCAB_KEYS and "vocab_size" in values:
         values[_LEGACY_VOCAB_KEYS[family]] = values.pop("vocab_size")
     return model_class(config_class_name).from_dict(values)
 

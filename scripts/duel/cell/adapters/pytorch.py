@@ -21,7 +21,7 @@ class PyTorchAdapter(Adapter):
     def environment(self):
         return {
             "framework_version": torch.__version__,
-            "transformers_version": compat.TRANSFORMERS_VERSION,
+            "transformers_version": compat.transformers_version(),
             "cuda": None,
             "cudnn": None,
             "device_name": "cpu",

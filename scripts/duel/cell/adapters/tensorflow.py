@@ -26,7 +26,7 @@ class TensorFlowAdapter(Adapter):
     def environment(self):
         return {
             "framework_version": tf.__version__,
-            "transformers_version": compat.TRANSFORMERS_VERSION,
+            "transformers_version": compat.transformers_version(),
             "cuda": None,
             "cudnn": None,
             "device_name": "cpu",

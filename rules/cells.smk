@@ -4,18 +4,20 @@
 rule run_cell:
     input:
         model_config=model_config,
+        era_env=era_env_marker,
     output:
         shard=plan.SHARD_PATTERN,
     log:
         "results/logs/cells/{era}/{device}/{framework}/{mode}/{task}/{model}.log",
     conda:
-        ERA_ENV
+        era_conda_env
     # A timing cell takes every core Snakemake may use, so no two cells ever share cores.
     threads: workflow.cores
     resources:
         mem_mb=cell_mem_mb,
     params:
-        python=cell_python(),
+        python=era_python,
+        runner=era_runner,
         script=RUN_CELL,
         batch_sizes=joined(config["batch_sizes"]),
         sequence_lengths=joined(config["sequence_lengths"]),
@@ -34,4 +36,4 @@ rule run_cell:
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
         " --max-time-s {params.duel[max_time_s]}"
         " --repeat {params.hf2019[repeat]} --number {params.hf2019[number]}"
-        " --runner native --output {output.shard:q} > {log:q} 2>&1"
+        " --runner {params.runner} --output {output.shard:q} > {log:q} 2>&1"

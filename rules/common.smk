@@ -10,7 +10,7 @@ from snakemake.utils import validate
 CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
-from duel.host import plan
+from duel.host import eras, plan
 
 plan.coerce_integer_lists(config)
 validate(config, "../config/schema/config.schema.yaml")
@@ -20,16 +20,49 @@ except plan.PlanError as error:
     raise WorkflowError(str(error))
 
 MODELS_DIR = plan.resolve_models_dir(config, CHECKOUT)
+ERA_ENVS_DIR = plan.resolve_era_envs_dir(config, CHECKOUT)
 METHODS = plan.as_list(config["method"])
 RUN_CELL = os.path.join(CHECKOUT, "scripts", "run_cell.py")
-ERA_ENV = "../envs/current-cpu.yaml"
+USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
 
-def cell_python():
-    """The interpreter of a cell: the conda env's under --sdm conda, else this one."""
-    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+def is_native(wildcards):
+    return wildcards.era == eras.NATIVE_ERA
+
+
+def era_lock(wildcards):
+    return eras.lock_file(CHECKOUT, wildcards.era, wildcards.device)
+
+
+def era_env_marker(wildcards):
+    """A built era's finished environment (none for the native era or under --sdm conda)."""
+    if is_native(wildcards) or USE_CONDA:
+        return []
+    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, wildcards.device)
+    return os.path.join(prefix, eras.MARKER)
+
+
+def era_python(wildcards):
+    """The interpreter of a cell: its era's venv, the conda env's, or the workflow's own."""
+    if USE_CONDA:
         return "python"
-    return sys.executable
+    if is_native(wildcards):
+        return sys.executable
+    return eras.env_python(
+        eras.env_prefix(ERA_ENVS_DIR, wildcards.era, wildcards.device)
+    )
+
+
+def era_runner(wildcards):
+    if USE_CONDA:
+        return "conda"
+    return "native" if is_native(wildcards) else "venv"
+
+
+def era_conda_env(wildcards):
+    """The era's conda environment file, for --sdm conda (envs/<era>-<device>.yaml or <era>.yaml)."""
+    lock = os.path.relpath(era_lock(wildcards), CHECKOUT)
+    return os.path.join("..", os.path.splitext(lock)[0] + ".yaml")
 
 
 wildcard_constraints:

@@ -12,10 +12,11 @@ rule merge_shards:
         parquet="results/summary.parquet",
         csv="results/summary.csv",
         xlsx="results/summary.xlsx",
+        csv_2019=directory("results/csv-2019"),
     log:
         "results/logs/merge_shards.log",
     conda:
-        ERA_ENV
+        "../envs/current-cpu.yaml"
     threads: 1
     script:
         "../scripts/merge_shards.py"

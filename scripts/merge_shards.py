@@ -1,16 +1,17 @@
-"""Snakemake script: merge every shard of the run into results/summary.{parquet,csv,xlsx}."""
+"""Snakemake script: merge every shard into results/summary.{parquet,csv,xlsx} and csv-2019/."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.host import spreadsheet, summary  # noqa: E402
+from duel.host import history, spreadsheet, summary  # noqa: E402
 
 
-def main(shards, parquet_path, csv_path, xlsx_path):
+def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder):
     frame = summary.read_shards(shards)
     summary.write_outputs(frame, parquet_path, csv_path)
     spreadsheet.write_workbook(frame, xlsx_path)
+    history.write_2019_csvs(frame, csv_2019_folder)
     counts = frame["status"].value_counts().to_dict()
     print("merged %d shards, %d points: %s" % (len(shards), len(frame), counts))
 
@@ -23,4 +24,5 @@ if __name__ == "__main__" and "snakemake" in globals():
             snakemake.output.parquet,  # noqa: F821
             snakemake.output.csv,  # noqa: F821
             snakemake.output.xlsx,  # noqa: F821
+            snakemake.output.csv_2019,  # noqa: F821
         )

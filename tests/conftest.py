@@ -21,12 +21,12 @@ QUICK = {
 }
 
 
-def snakemake(workdir, *args, timeout=900, check=True):
+def snakemake(workdir, *args, timeout=1200, check=True, env=None):
     """Run the real workflow from the checkout, writing under ``workdir``."""
     command = [sys.executable, "-m", "snakemake", "-s", os.path.join(REPO, "Snakefile"),
                "--directory", str(workdir), *args]
     result = subprocess.run(command, cwd=str(workdir), capture_output=True, text=True,
-                            timeout=timeout)
+                            timeout=timeout, env=env)
     if check and result.returncode != 0:
         raise AssertionError("snakemake failed (%d):\n%s\n%s"
                              % (result.returncode, result.stdout[-4000:], result.stderr[-8000:]))

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from conftest import REPO
@@ -63,14 +64,17 @@ def pins(lines):
                   if line.strip() and not line.strip().startswith("#"))
 
 
-def test_conda_env_pins_equal_the_requirements_file():
-    with open(os.path.join(REPO, "envs", "current-cpu.txt")) as handle:
-        requirements = pins(handle)
-    with open(os.path.join(REPO, "envs", "current-cpu.yaml")) as handle:
+@pytest.mark.parametrize("era, python", [("current-cpu", "3.11"), ("hf2019", "3.7")])
+def test_conda_env_pins_equal_the_lock_file(era, python):
+    with open(os.path.join(REPO, "envs", era + ".txt")) as handle:
+        text = handle.read()
+    requirements = pins(text.splitlines())
+    with open(os.path.join(REPO, "envs", era + ".yaml")) as handle:
         environment = yaml.safe_load(handle)
     pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
     assert pins(pip) == requirements
-    assert all("==" in pin for pin in requirements)
+    assert "python=" + python in environment["dependencies"]
+    assert all("==" in pin for pin in requirements)  # every package pinned exactly
 
 
 def test_the_running_environment_is_the_pinned_one():

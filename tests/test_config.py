@@ -50,4 +50,5 @@ def test_the_default_and_2019_configs_plan(tmp_path):
     paper = snakemake(tmp_path, "-n", "--cores", "2", "--configfile",
                       os.path.join(REPO, "config", "paper-2019.yaml"))
     jobs = " ".join(paper.stdout.split())
-    assert "run_cell 20" in jobs  # ten checkpoints x (PyTorch eager + TensorFlow function)
+    # two eras x ten checkpoints x (PyTorch eager + TensorFlow function)
+    assert "run_cell 40" in jobs

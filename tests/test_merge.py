@@ -1,5 +1,6 @@
 """The merge on real small shards: the table, the CSV and every sheet of the spreadsheet."""
 import json
+import os
 
 import openpyxl
 import pandas as pd
@@ -82,7 +83,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     workbook = openpyxl.load_workbook(path)
     assert workbook.sheetnames == [
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
-        "current cpu PT eager hf2019", "ratio PT-TF", "environment"]
+        "current cpu PT eager hf2019", "ratio PT-TF", "cross-era", "historical 2019", "environment"]
 
     long_rows = sheet_rows(workbook, "long")
     assert long_rows[0][: len(contract.NAMES)] == contract.NAMES
@@ -119,3 +120,61 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
 
     environment = sheet_rows(workbook, "environment")
     assert len([row for row in environment[1:] if any(row)]) == 5  # one row per cell
+
+
+def era_shards(tmp_path):
+    paths = []
+    for era, scale, status_of in (("hf2019", 2.0, {(2, 8): "oom"}), ("current", 1.0, None)):
+        rows = cell_rows("pytorch", "eager", "gpt2", "hf2019", scale, status_of)
+        for row in rows:
+            row["era"] = era
+            row["framework_version"] = "1.3.0" if era == "hf2019" else "2.13.0"
+        path = str(tmp_path / ("%s.parquet" % era))
+        shard.write_shard(rows, path)
+        paths.append(path)
+    return paths
+
+
+def test_cross_era_pairs_the_same_cell_and_point(tmp_path):
+    old, new = (pq.read_table(p).to_pylist() for p in era_shards(tmp_path))
+    frame = summary.read_shards(era_shards(tmp_path))
+    path = str(tmp_path / "summary.xlsx")
+    spreadsheet.write_workbook(frame, path)
+    rows = sheet_rows(openpyxl.load_workbook(path), "cross-era")
+    header = next(i for i, row in enumerate(rows) if row[0] == "model")
+    assert "2.13.0 / 1.3.0" in rows[header - 1][0]
+    assert rows[header][:4] == ["model", "1x8", "1x64", "2x8"]
+    gpt2 = rows[header + 1]
+    assert gpt2[0] == "gpt2"
+    assert gpt2[1] == new[0]["mean"] / old[0]["mean"]  # hf2019 reports the mean
+    assert gpt2[2] == new[1]["mean"] / old[1]["mean"]
+    assert gpt2[3] == "N/A"  # the 2019-era point ran out of memory
+
+
+def test_historical_sheet_sets_published_figures_beside_this_run(tmp_path):
+    from duel.host import history
+    paths = era_shards(tmp_path)
+    frame = summary.read_shards(paths)
+    table = history.historical_table(frame)
+    published = table[table["source"].str.contains("published")]
+    assert sorted(published["mean_s"]) == [0.043, 0.046, 0.748, 0.823]
+    assert set(published["hardware"]) == set(history.HARDWARE_2019.values())
+    mine = table[~table["source"].str.contains("published")].set_index("era")
+    old = [r for r in pq.read_table(paths[0]).to_pylist() if r["status"] == "ok"]
+    assert mine.loc["hf2019", "mean_s"] == pytest.approx(
+        sum(r["mean"] / 1000.0 for r in old) / len(old), rel=1e-12)
+    assert mine.loc["hf2019", "ok_points"] == 2 and mine.loc["hf2019", "points"] == 3
+    assert "Test CPU, 2 threads" == mine.loc["current", "hardware"]
+
+
+def test_2019_csv_layout(tmp_path):
+    from duel.host import history
+    paths = era_shards(tmp_path)
+    written = history.write_2019_csvs(summary.read_shards(paths), str(tmp_path / "csv"))
+    assert [os.path.basename(p) for p in written] == [
+        "hf2019_cpu_pytorch_eager_inference_hf2019.csv",
+        "current_cpu_pytorch_eager_inference_hf2019.csv"]
+    lines = open(written[0]).read().splitlines()
+    old = pq.read_table(paths[0]).to_pylist()
+    assert lines[0] == "model,1x8,1x64,2x8"
+    assert lines[1] == "gpt2,%r,%r,N/A" % (old[0]["mean"] / 1000.0, old[1]["mean"] / 1000.0)

@@ -86,7 +86,7 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu PT eager duel", "current cpu PT eager hf2019",
         "current cpu TF eager duel", "current cpu TF eager hf2019",
         "current cpu TF func duel", "current cpu TF func hf2019",
-        "ratio PT-TF", "environment"]
+        "ratio PT-TF", "cross-era", "historical 2019", "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))
@@ -147,3 +147,45 @@ def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
     assert "run_cell 2" in " ".join(result.stderr.split())  # only the two unfinished cells
     assert all(os.path.exists(path) for path in shards)
     assert os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))
+
+
+def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path):
+    """The 2019 stack (built by the workflow from envs/hf2019.txt) beside today's, one run."""
+    config = write_config(tmp_path, eras=["hf2019", "current"],
+                          models=["distilbert-base-uncased", "gpt2"], batch_sizes=[1],
+                          sequence_lengths=[8], modes={"pytorch": ["eager"],
+                                                       "tensorflow": ["function"]},
+                          method="hf2019", **QUICK)
+    snakemake(tmp_path, "--cores", "all", "--configfile", config)
+    versions = {"hf2019": {"pytorch": "1.3.0", "tensorflow": "2.0.0"},
+                "current": {"pytorch": "2.13.0+cpu", "tensorflow": "2.21.0"}}
+    pythons = {"hf2019": "3.7.", "current": "3.11."}
+    runners = {"hf2019": "venv", "current": "native"}
+    for era in versions:
+        for framework, mode in (("pytorch", "eager"), ("tensorflow", "function")):
+            for model in ("distilbert-base-uncased", "gpt2"):
+                path = os.path.join(str(tmp_path), "results", "shards", era, "cpu", framework,
+                                    mode, "inference", model + ".parquet")
+                (row,) = pq.read_table(path).to_pylist()
+                assert row["status"] == "ok", row["message"]
+                assert row["framework_version"] == versions[era][framework]
+                assert row["transformers_version"] == ("2.1.1" if era == "hf2019" else "4.57.6")
+                assert row["python"].startswith(pythons[era]) and row["runner"] == runners[era]
+                assert row["n_samples"] == 3 and row["mean"] > 0
+    rows = pq.read_table(os.path.join(str(tmp_path), "results", "summary.parquet")).to_pylist()
+    means = {(r["era"], r["framework"], r["model"]): r["mean"] for r in rows}
+    workbook = openpyxl.load_workbook(os.path.join(str(tmp_path), "results", "summary.xlsx"))
+    sheet = [list(r) for r in workbook["cross-era"].iter_rows(values_only=True)]
+    titles = [row[0] for row in sheet if row[0] and "method hf2019:" in str(row[0])]
+    assert len(titles) == 2 and "pytorch 2.13.0+cpu / 1.3.0" in titles[0]
+    assert "tensorflow 2.21.0 / 2.0.0" in titles[1]
+    ratios = [row for row in sheet if row[0] in ("distilbert-base-uncased", "gpt2")]
+    expected = [means[("current", framework, model)] / means[("hf2019", framework, model)]
+                for framework in ("pytorch", "tensorflow")
+                for model in ("distilbert-base-uncased", "gpt2")]
+    assert [row[1] for row in ratios] == expected
+    historical = [list(r) for r in workbook["historical 2019"].iter_rows(values_only=True)]
+    assert any(row[0] and "published" in row[0] and row[8] == 0.748 for row in historical)
+    assert sum(1 for row in historical if row[0] and row[0].startswith("this run")) == 4
+    csvs = sorted(os.listdir(os.path.join(str(tmp_path), "results", "csv-2019")))
+    assert "hf2019_cpu_tensorflow_function_inference_hf2019.csv" in csvs and len(csvs) == 4

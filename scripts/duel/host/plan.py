@@ -8,12 +8,14 @@ happens while Snakemake plans, before any job starts.
 import json
 import os
 import shutil
+import sys
 from collections import namedtuple
+
+from . import eras as era_envs
 
 Cell = namedtuple("Cell", "era device framework mode task model")
 
 SHARD_PATTERN = "results/shards/{era}/{device}/{framework}/{mode}/{task}/{model}.parquet"
-RUNNABLE_ERAS = {"current": "the workflow's own environment (envs/current-cpu.txt)"}
 
 
 class PlanError(ValueError):
@@ -41,10 +43,18 @@ def coerce_integer_lists(config, keys=("batch_sizes", "sequence_lengths")):
     return config
 
 
-def resolve_models_dir(config, checkout):
-    """The architecture folder: relative paths are taken from the checkout."""
-    folder = config.get("models_dir", "config/models")
+def resolve_dir(config, key, default, checkout):
+    """A folder from the config; relative paths are taken from the checkout."""
+    folder = os.path.expanduser(config.get(key, default))
     return folder if os.path.isabs(folder) else os.path.join(checkout, folder)
+
+
+def resolve_models_dir(config, checkout):
+    return resolve_dir(config, "models_dir", "config/models", checkout)
+
+
+def resolve_era_envs_dir(config, checkout):
+    return resolve_dir(config, "era_envs_dir", ".era-envs", checkout)
 
 
 def model_config_path(models_dir, model):
@@ -69,13 +79,27 @@ def check_models(models, models_dir):
             raise PlanError("%s names model %r, expected %r" % (path, named, model))
 
 
-def check_eras(eras):
-    for era in eras:
-        if era not in RUNNABLE_ERAS:
-            raise PlanError(
-                "config key 'eras': era %r cannot run in this version of Duel; runnable eras: %s"
-                % (era, ", ".join("%s (%s)" % item for item in sorted(RUNNABLE_ERAS.items())))
-            )
+def check_eras(config, checkout, log=sys.stderr):
+    """Every era needs a lock file; a built era needs a finished environment or its interpreter.
+
+    A stale environment (interrupted build, other lock file, interpreter gone) loses its marker
+    here, so that its build rule runs again instead of the cells reusing it.
+    """
+    envs_dir = resolve_era_envs_dir(config, checkout)
+    for era in config["eras"]:
+        for device in config["devices"]:
+            try:
+                lock = era_envs.lock_file(checkout, era, device)
+                if era == era_envs.NATIVE_ERA:
+                    continue
+                prefix = era_envs.env_prefix(envs_dir, era, device)
+                reason = era_envs.discard_if_stale(prefix, lock)
+                if reason:
+                    log.write("era %s (%s): environment %s will be built: %s\n"
+                              % (era, device, prefix, reason))
+                    era_envs.find_python(era_envs.required_python(lock))
+            except era_envs.EraError as error:
+                raise PlanError(str(error))
 
 
 def gpu_present():
@@ -106,8 +130,8 @@ def check_modes(frameworks, modes):
 
 def plan_cells(config, checkout):
     """Every cell of the config, in a stable order; raises PlanError for what cannot run."""
-    check_eras(config["eras"])
     check_devices(config["devices"])
+    check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))
     return [

@@ -6,6 +6,9 @@ Sheets:
 - one sheet per era x device x framework x mode x task x method in the 2019 layout: a row per
   model, a column per point ``BxL`` (batch x length), seconds per call, N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
+- ``cross-era``: current time / hf2019 time for the same cell and point (< 1: today faster).
+- ``historical 2019``: the published 2019 all-model averages beside the same aggregate of
+  this run, each with the hardware it was measured on.
 - ``environment``: one row per cell: versions, CPU, threads, runner, commit, config hash.
 Values are written as the floats stored in the shards (seconds are ms / 1000, nothing rounded).
 """
@@ -15,7 +18,7 @@ import openpyxl.cell._writer
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
-from . import summary
+from . import history, summary
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
@@ -137,6 +140,46 @@ def write_ratios(workbook, frame, points):
     _widen_first_column(sheet)
 
 
+def write_cross_era(workbook, frame, points):
+    sheet = workbook.create_sheet("cross-era")
+    _append(sheet, ["Era current time / era hf2019 time, same device, framework, mode, task, "
+                    "method, model and point (< 1: today's stack faster); N/A where either "
+                    "point is not ok"], bold=True)
+    pairs = history.cross_era(frame)
+    if pairs.empty:
+        _append(sheet, ["(this run has no cell in both eras)"])
+    blocks = ["device", "framework", "mode", "task", "method"]
+    for values, group in pairs.groupby(blocks, sort=False):
+        versions = (group["framework_version_hf2019"].iloc[0],
+                    group["framework_version_current"].iloc[0])
+        _append(sheet, [])
+        _append(sheet, ["%s %s %s %s, method %s: %s %s / %s" % (
+            values[1], values[2], values[3], values[0], values[4], values[1], versions[1],
+            versions[0])], bold=True)
+        _append(sheet, ["model"] + points, bold=True)
+        for model, rows in group.groupby("model", sort=False):
+            by_point = dict(zip(rows["point"], rows["ratio"]))
+            cells = [_cell_value(by_point.get(point)) for point in points]
+            _append(sheet, [model] + [NOT_AVAILABLE if value is None else value
+                                      for value in cells], number_format=RATIO_FORMAT)
+    _widen_first_column(sheet)
+
+
+def write_historical(workbook, frame):
+    sheet = workbook.create_sheet("historical 2019")
+    _append(sheet, ["Average seconds per call over every model and batch x length point that "
+                    "ran (the 2019 aggregation; N/A excluded). Published figures were measured "
+                    "on other hardware: compare methods and ratios, not absolute times."],
+            bold=True)
+    table = history.historical_table(frame)
+    columns = ["source", "hardware", "era", "device", "framework", "mode", "task", "method",
+               "mean_s", "median_s", "ok_points", "points", "models"]
+    _append(sheet, columns, bold=True)
+    for row in table[columns].itertuples(index=False):
+        _append(sheet, row, number_format=SECONDS_FORMAT)
+    _widen_first_column(sheet, 60)
+
+
 def write_environment(workbook, frame):
     sheet = workbook.create_sheet("environment")
     columns = summary.CELL_KEYS + summary.ENVIRONMENT
@@ -154,6 +197,8 @@ def write_about(sheet, sheet_names):
         ["layout sheets", "2019 layout: a row per model, a column per batch x length; seconds "
                           "per call (duel: median; hf2019: mean, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
+        ["cross-era", "era current / era hf2019 time per point (< 1: today faster)"],
+        ["historical 2019", "the 2019 published averages beside this run's, with hardware"],
         ["environment", "what produced each cell's numbers"],
         [],
         ["sheets"] + list(sheet_names),
@@ -196,6 +241,8 @@ def write_workbook(frame, path):
     write_long(workbook, frame)
     write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
+    write_cross_era(workbook, frame, points)
+    write_historical(workbook, frame)
     write_environment(workbook, frame)
     write_about(about, workbook.sheetnames[1:])
     with exact_floats():

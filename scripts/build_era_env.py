@@ -1,0 +1,16 @@
+"""Snakemake script: build one era's virtual environment from its lock file (duel.host.eras)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from duel.host import eras  # noqa: E402
+
+if __name__ == "__main__" and "snakemake" in globals():
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        eras.build_env(
+            snakemake.wildcards.era,  # noqa: F821
+            snakemake.input.lock,  # noqa: F821
+            os.path.dirname(snakemake.output.marker),  # noqa: F821
+            log,
+        )

@@ -1,0 +1,113 @@
+"""The 2019 study beside this run: its published averages, its CSV layout, and era ratios.
+
+The October 2019 Hugging Face benchmark published, per framework and device, the average
+inference time over every model and every batch x length point that ran (N/A excluded). The same
+aggregate is computed here from this run, per era and mode, next to the published figure, each
+labelled with the hardware it was measured on.
+"""
+import os
+
+import pandas as pd
+
+from . import summary
+
+HARDWARE_2019 = {
+    "cpu": "32-vCPU Intel Xeon @ 2.3 GHz (TensorFlow built with AVX2)",
+    "cuda": "one NVIDIA V100 16 GB",
+}
+# Published all-model averages, seconds per call (PyTorch eager, TensorFlow in tf.function).
+PUBLISHED_2019 = [
+    ("cpu", "pytorch", "eager", 0.748),
+    ("cpu", "tensorflow", "function", 0.823),
+    ("cuda", "pytorch", "eager", 0.046),
+    ("cuda", "tensorflow", "function", 0.043),
+]
+POINTS_2019 = 4 * 6  # batch 1, 2, 4, 8 x lengths 8 ... 1024, per model
+SOURCE_2019 = "Hugging Face benchmark, October 2019 (torch 1.3, TensorFlow 2.0), published"
+GROUP = ["era", "device", "framework", "mode", "task", "method"]
+
+
+def run_aggregates(frame):
+    """Per era x device x framework x mode x task x method: the 2019 aggregate of this run.
+
+    ``mean_s`` is the 2019 aggregation (mean of every ok point's reported time over all models);
+    ``median_s`` the robust counterpart; ``ok_points`` of ``points`` show the coverage.
+    """
+    frame = summary.with_reported(frame)
+    rows = []
+    for values, group in frame.groupby(GROUP, sort=False):
+        ok = group[group["status"] == "ok"]
+        seconds = ok["reported_ms"].astype(float) / 1000.0
+        record = dict(zip(GROUP, values))
+        hardware = group["cpu_model"].iloc[0] if record["device"] == "cpu" else \
+            group["device_name"].iloc[0]
+        record.update(
+            source="this run (%s %s)" % (record["framework"], group["framework_version"].iloc[0]),
+            hardware="%s, %s threads" % (hardware, group["threads"].iloc[0]),
+            mean_s=float(seconds.mean()) if len(seconds) else None,
+            median_s=float(seconds.median()) if len(seconds) else None,
+            ok_points=int(len(ok)),
+            points=int(len(group)),
+            models=int(group["model"].nunique()),
+        )
+        rows.append(record)
+    return pd.DataFrame(rows)
+
+
+def historical_table(frame):
+    """The published 2019 averages followed by this run's, one row each, clearly labelled."""
+    published = pd.DataFrame([
+        dict(era="hf2019", device=device, framework=framework, mode=mode, task="inference",
+             method="hf2019", source=SOURCE_2019, hardware=HARDWARE_2019[device], mean_s=mean_s,
+             median_s=None, ok_points=None, points=10 * POINTS_2019, models=10)
+        for device, framework, mode, mean_s in PUBLISHED_2019
+    ])
+    return pd.concat([published, run_aggregates(frame)], ignore_index=True)
+
+
+def cross_era(frame, old="hf2019", new="current"):
+    """Same cell and point in two eras: rows with both reported times and new/old ratio."""
+    frame = summary.with_reported(frame)
+    keys = ["device", "framework", "mode", "task", "method", "model", "batch_size", "seq_len",
+            "point"]
+    before = frame[frame["era"] == old][keys + ["reported_ms", "framework_version"]]
+    after = frame[frame["era"] == new][keys + ["reported_ms", "framework_version"]]
+    merged = before.merge(after, on=keys, suffixes=("_" + old, "_" + new))
+    ratios = []
+    for a, b in zip(merged["reported_ms_" + old], merged["reported_ms_" + new]):
+        a = None if pd.isna(a) else float(a)
+        b = None if pd.isna(b) else float(b)
+        ratios.append(b / a if a and b is not None else None)
+    merged["ratio"] = ratios
+    return merged
+
+
+def csv_2019_name(era, device, framework, mode, task, method):
+    return "%s_%s_%s_%s_%s_%s.csv" % (era, device, framework, mode, task, method)
+
+
+def write_2019_csvs(frame, folder):
+    """One CSV per era x device x framework x mode x task x method in the 2019 script's layout.
+
+    Header ``model,1x8,...`` (batch x length), a row per model, seconds per call as the shard
+    stores them divided by 1000, ``N/A`` where the point is not ok, as 2019 wrote it.
+    """
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    frame = summary.with_reported(frame)
+    written = []
+    for values, group in frame.groupby(GROUP, sort=False):
+        points = summary.point_order(group)
+        table = []
+        for model, rows in group.groupby("model", sort=False):
+            by_point = dict(zip(rows["point"], rows["reported_ms"]))
+            cells = ["N/A" if pd.isna(by_point.get(p)) else repr(float(by_point[p]) / 1000.0)
+                     for p in points]
+            table.append([model] + cells)
+        path = os.path.join(folder, csv_2019_name(*values))
+        with open(path, "w") as handle:
+            handle.write(",".join(["model"] + points) + "\n")
+            for line in table:
+                handle.write(",".join(line) + "\n")
+        written.append(path)
+    return written

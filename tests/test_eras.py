@@ -1,0 +1,63 @@
+"""Era environments: lock files, interpreters, real venv builds, and stale builds never reused."""
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import REPO, snakemake
+from duel.host import eras
+
+TINY_LOCK = "# requires-python: 3.7\nsix==1.16.0\n"
+
+
+def test_an_era_without_a_lock_file_is_named_with_the_known_eras():
+    with pytest.raises(eras.EraError) as error:
+        eras.lock_file(REPO, "hf2020", "cpu")
+    message = str(error.value)
+    assert "hf2020" in message and "envs/hf2020.txt" in message
+    assert "hf2019" in message and "current" in message
+
+
+def test_the_lock_files_name_their_interpreter():
+    assert eras.required_python(eras.lock_file(REPO, "hf2019", "cpu")) == "3.7"
+    assert eras.lock_file(REPO, "current", "cpu").endswith("envs/current-cpu.txt")
+
+
+def test_a_missing_interpreter_says_which_and_how_to_get_it():
+    with pytest.raises(eras.EraError) as error:
+        eras.find_python("3.99")
+    message = str(error.value)
+    assert "Python 3.99" in message and "pyenv install 3.99" in message
+    assert "DUEL_PYTHON_3_99" in message and "container" in message
+
+
+def test_build_reuse_and_rebuild_of_a_real_environment(tmp_path):
+    lock = tmp_path / "tiny.txt"
+    lock.write_text(TINY_LOCK)
+    prefix = str(tmp_path / "env")
+    os.makedirs(prefix)
+    (tmp_path / "env" / "leftover-from-an-interrupted-build").write_text("")
+    assert "partial build" in eras.stale_reason(prefix, str(lock))
+
+    with open(str(tmp_path / "build.log"), "w") as log:
+        marker = eras.build_env("tiny", str(lock), prefix, log)
+    assert not os.path.exists(os.path.join(prefix, "leftover-from-an-interrupted-build"))
+    assert marker["python"].startswith("3.7.") and "six==1.16.0" in marker["packages"]
+    assert json.load(open(os.path.join(prefix, eras.MARKER))) == marker
+    assert eras.stale_reason(prefix, str(lock)) is None  # reused as it is
+
+    lock.write_text(TINY_LOCK + "# changed\n")
+    assert "another version" in eras.discard_if_stale(prefix, str(lock))
+    assert not os.path.exists(os.path.join(prefix, eras.MARKER))  # so the rule rebuilds it
+
+
+def test_planning_refuses_an_era_whose_interpreter_is_missing(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    environment = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "eras=[hf2019]",
+                       "era_envs_dir=%s" % (tmp_path / "envs"), check=False, env=environment)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "needs Python 3.7" in output and "pyenv install 3.7" in output

@@ -98,12 +98,8 @@ def write_2019_csvs(frame, folder):
     written = []
     for values, group in frame.groupby(GROUP, sort=False):
         points = summary.point_order(group)
-        table = []
-        for model, rows in group.groupby("model", sort=False):
-            by_point = dict(zip(rows["point"], rows["reported_ms"]))
-            cells = ["N/A" if pd.isna(by_point.get(p)) else repr(float(by_point[p]) / 1000.0)
-                     for p in points]
-            table.append([model] + cells)
+        table = [[row[0]] + ["N/A" if value is None else repr(value) for value in row[1:]]
+                 for row in summary.model_rows(group, points, "reported_ms", scale=1000.0)]
         path = os.path.join(folder, csv_2019_name(*values))
         with open(path, "w") as handle:
             handle.write(",".join(["model"] + points) + "\n")

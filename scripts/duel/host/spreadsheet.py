@@ -67,6 +67,15 @@ def layout_sheet_name(era, device, framework, mode, task, method, taken):
     return name
 
 
+def _write_table(sheet, group, points, column, number_format, scale=1.0):
+    """A header row of points, then a row per model; N/A where a point has no value."""
+    _append(sheet, ["model"] + points, bold=True)
+    for row in summary.model_rows(group, points, column, scale):
+        _append(sheet, [row[0]] + [NOT_AVAILABLE if value is None else value
+                                   for value in row[1:]], number_format=number_format)
+    _widen_first_column(sheet)
+
+
 def _unit_note(method):
     if method == "hf2019":
         return "seconds per call: mean of timeit.repeat(repeat, number) as in 2019"
@@ -97,15 +106,7 @@ def write_layouts(workbook, frame, points, taken):
         )
         _append(sheet, ["%s; %s, %s threads" % (_unit_note(method), hardware,
                                                 group["threads"].iloc[0])])
-        _append(sheet, ["model"] + points, bold=True)
-        for model, rows in group.groupby("model", sort=False):
-            by_point = dict(zip(rows["point"], rows["reported_ms"]))
-            values_s = []
-            for point in points:
-                value = _cell_value(by_point.get(point))
-                values_s.append(NOT_AVAILABLE if value is None else value / 1000.0)
-            _append(sheet, [model] + values_s, number_format=SECONDS_FORMAT)
-        _widen_first_column(sheet)
+        _write_table(sheet, group, points, "reported_ms", SECONDS_FORMAT, scale=1000.0)
 
 
 def ratio_frame(frame):
@@ -131,13 +132,7 @@ def write_ratios(workbook, frame, points):
     for values, group in ratios.groupby(blocks, sort=False):
         _append(sheet, [])
         _append(sheet, ["%s %s %s, method %s: PyTorch %s / TensorFlow %s" % values], bold=True)
-        _append(sheet, ["model"] + points, bold=True)
-        for model, rows in group.groupby("model", sort=False):
-            by_point = dict(zip(rows["point"], rows["ratio"]))
-            cells = [_cell_value(by_point.get(point)) for point in points]
-            _append(sheet, [model] + [NOT_AVAILABLE if value is None else value
-                                      for value in cells], number_format=RATIO_FORMAT)
-    _widen_first_column(sheet)
+        _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
 
 
 def write_cross_era(workbook, frame, points):
@@ -156,13 +151,7 @@ def write_cross_era(workbook, frame, points):
         _append(sheet, ["%s %s %s %s, method %s: %s %s / %s" % (
             values[1], values[2], values[3], values[0], values[4], values[1], versions[1],
             versions[0])], bold=True)
-        _append(sheet, ["model"] + points, bold=True)
-        for model, rows in group.groupby("model", sort=False):
-            by_point = dict(zip(rows["point"], rows["ratio"]))
-            cells = [_cell_value(by_point.get(point)) for point in points]
-            _append(sheet, [model] + [NOT_AVAILABLE if value is None else value
-                                      for value in cells], number_format=RATIO_FORMAT)
-    _widen_first_column(sheet)
+        _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
 
 
 def write_historical(workbook, frame):

@@ -59,6 +59,18 @@ def point_order(frame):
     return ["%dx%d" % pair for pair in pairs]
 
 
+def model_rows(group, points, column, scale=1.0):
+    """A row per model (in order of appearance): the model, then ``column`` / ``scale`` at each
+    point, None where the point is missing or has no value (not ok)."""
+    rows = []
+    for model, records in group.groupby("model", sort=False):
+        by_point = dict(zip(records["point"], records[column]))
+        values = [by_point.get(point) for point in points]
+        rows.append([model] + [None if value is None or pd.isna(value) else float(value) / scale
+                               for value in values])
+    return rows
+
+
 def samples_as_text(frame):
     """The frame with ``samples`` as JSON text (CSV and spreadsheet cells hold no lists)."""
     frame = frame.copy()

@@ -1,0 +1,68 @@
+"""The compatibility module, run for real in each era's own environment.
+
+The hf2019 environment is the one the workflow builds (the checkout's .era-envs/), built here
+first if no run has built it yet.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, SCRIPTS
+from duel.host import eras
+
+PROBE = r"""
+import glob, json, os, sys
+sys.path.insert(0, sys.argv[1])
+os.environ["USE_TF"] = "0"
+from duel.cell import compat, models
+import torch
+report = {"transformers": compat.transformers_version(), "legacy": compat.is_legacy(),
+          "vocab": {}}
+for path in sorted(glob.glob(os.path.join(sys.argv[2], "*.json"))):
+    spec = models.load_model_spec(path)
+    family = models.FAMILIES[spec.family]
+    config = compat.build_config(family.config_class, spec.family, spec.architecture)
+    report["vocab"][spec.name] = config.vocab_size
+spec = models.load_model_spec(os.path.join(sys.argv[3], "tiny-bert-16pos.json"))
+family = models.FAMILIES[spec.family]
+config = compat.build_config(family.config_class, spec.family, spec.architecture)
+model = compat.model_class(family.pytorch_class)(config).eval()
+with torch.no_grad():
+    outputs = model(torch.ones((2, 5), dtype=torch.long))
+report["outputs_are_tuple"] = isinstance(outputs, tuple)
+report["hidden_shape"] = list(compat.last_hidden_state(outputs).shape)
+print(json.dumps(report))
+"""
+
+
+def era_python(era):
+    if era == "current":
+        return sys.executable
+    lock = eras.lock_file(REPO, era, "cpu")
+    prefix = eras.env_prefix(os.path.join(REPO, ".era-envs"), era, "cpu")
+    if eras.stale_reason(prefix, lock):
+        with open(os.devnull, "w") as log:
+            eras.build_env(era, lock, prefix, log)
+    return eras.env_python(prefix)
+
+
+@pytest.mark.parametrize("era, version, legacy", [("hf2019", "2.1.1", True),
+                                                  ("current", "4.57.6", False)])
+def test_compat_builds_every_config_and_reads_outputs_in_each_era(era, version, legacy):
+    result = subprocess.run(
+        [era_python(era), "-c", PROBE, SCRIPTS, os.path.join(REPO, "config", "models"),
+         os.path.join(REPO, "tests", "data", "models")],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["transformers"] == version and report["legacy"] is legacy
+    # XLNet and Transfo-XL (n_token) and XLM (n_words) get their vocabulary in both eras.
+    assert report["vocab"]["xlnet-base-cased"] == 32000
+    assert report["vocab"]["transfo-xl-wt103"] == 267735
+    assert report["vocab"]["xlm-mlm-en-2048"] == 30145
+    assert len(report["vocab"]) == 10
+    assert report["outputs_are_tuple"] is legacy  # tuples in 2.1.1, ModelOutput in 4.x
+    assert report["hidden_shape"] == [2, 5, 32]

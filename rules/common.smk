@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.host import eras, plan
 
-plan.coerce_integer_lists(config)
+plan.coerce_command_line_numbers(config)
 validate(config, "../config/schema/config.schema.yaml")
 try:
     CELLS = plan.plan_cells(config, CHECKOUT)

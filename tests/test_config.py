@@ -36,11 +36,13 @@ def test_bad_config_is_refused_before_any_job(tmp_path, overrides, words):
     assert not os.path.exists("/tmp/pwned")
 
 
-def test_command_line_lists_of_numbers_are_integers(tmp_path):
+def test_command_line_numbers_are_numbers(tmp_path):
     result = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--config", "batch_sizes=[1,2]",
-                       "sequence_lengths=[8]", "models=[gpt2]", "frameworks=[pytorch]")
+                       "sequence_lengths=[8]", "models=[gpt2]", "frameworks=[pytorch]",
+                       "duel={min_samples: 5, min_time_s: 0.25}")
     output = result.stdout + result.stderr
     assert "--batch-sizes 1,2 --sequence-lengths 8" in output.replace("'", "")
+    assert "--min-samples 5 --min-time-s 0.25" in output
     assert "run_cell            1" in output or "run_cell 1" in " ".join(output.split())
 
 

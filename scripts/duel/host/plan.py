@@ -27,19 +27,32 @@ def as_list(value):
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def coerce_integer_lists(config, keys=("batch_sizes", "sequence_lengths")):
-    """Turn digit strings into ints in integer lists.
+def _number(item):
+    """'3' -> 3, '0.5' -> 0.5; anything else unchanged (for the schema to judge)."""
+    if not isinstance(item, str):
+        return item
+    for kind in (int, float):
+        try:
+            return kind(item.strip())
+        except ValueError:
+            pass
+    return item
 
-    ``snakemake --config 'batch_sizes=[1,2]'`` parses lists with YAML's BaseLoader, which keeps
-    every item a string; anything that is not a plain integer is left for the schema to reject.
+
+def coerce_command_line_numbers(config, lists=("batch_sizes", "sequence_lengths"),
+                                mappings=("duel", "hf2019")):
+    """Turn number strings into numbers where the schema expects numbers.
+
+    ``snakemake --config 'batch_sizes=[1,2]' 'duel={min_samples: 5}'`` parses lists and mappings
+    with YAML's BaseLoader, which keeps every item a string; anything that is not a number is left
+    as it is, for the schema to reject with its key and value.
     """
-    for key in keys:
-        values = config.get(key)
-        if isinstance(values, list):
-            config[key] = [
-                int(item) if isinstance(item, str) and item.strip().isdigit() else item
-                for item in values
-            ]
+    for key in lists:
+        if isinstance(config.get(key), list):
+            config[key] = [_number(item) for item in config[key]]
+    for key in mappings:
+        if isinstance(config.get(key), dict):
+            config[key] = dict((name, _number(value)) for name, value in config[key].items())
     return config
 
 

@@ -49,7 +49,7 @@ def parse_args(argv=None):
     cell.add_argument("--era", default="current", help="era label recorded in the shard")
     cell.add_argument("--device", default="cpu", choices=["cpu"])
     cell.add_argument("--framework", required=True, choices=["pytorch", "tensorflow"])
-    cell.add_argument("--mode", default="eager", help="pytorch: eager; tensorflow: eager, function")
+    cell.add_argument("--mode", default="eager", help="pytorch: eager, torchscript, compile; tensorflow: eager, function, xla")
     cell.add_argument("--task", default="inference", choices=["inference"])
     cell.add_argument("--model-config", required=True, help="a config/models/*.json file")
     grid = parser.add_argument_group("the grid")

@@ -55,8 +55,24 @@ def test_duel_warms_up_then_synchronises_at_every_clock_read():
     sync = lambda: events.append("sync")
     settings = timing.DuelSettings(warmup_calls=2, min_samples=3, min_time_s=0.0,
                                    max_samples=3, max_time_s=10.0)
-    timing.time_duel(call, sync, settings)
-    assert events == ["call", "call", "sync"] + ["call", "sync"] * 3
+    measurement = timing.time_duel(call, sync, settings)
+    # a barrier, the first call timed apart (with its barrier), the rest of the warm-up, samples
+    assert events == ["sync", "call", "sync", "call", "sync"] + ["call", "sync"] * 3
+    assert measurement.first_call_ms >= 0 and len(measurement.samples_ms) == 3
+
+
+def test_the_first_call_is_kept_apart_from_the_samples():
+    calls = []
+
+    def call():  # 20 ms the first time (a trace, a compile), 1 ms after
+        busy_wait(20.0 if not calls else 1.0)()
+        calls.append(1)
+
+    duel = timing.time_duel(call, settings=timing.DuelSettings(2, 5, 0.0, 5, 10.0))
+    assert duel.first_call_ms >= 20.0 and max(duel.samples_ms) < 5.0
+    calls[:] = []
+    hf2019 = timing.time_hf2019(call, timing.Hf2019Settings(repeat=3, number=2))
+    assert hf2019.first_call_ms >= 20.0 and max(hf2019.samples_ms) < 5.0
 
 
 def test_duel_runs_at_least_min_time():
@@ -75,12 +91,12 @@ def test_duel_stops_at_max_samples_and_at_max_time():
 
 def test_summarise_matches_numpy_on_known_samples():
     samples = [4.0, 1.0, 3.0, 2.0, 10.0]
-    stats = timing.summarise(timing.Measurement(samples, 4.0, 3, None, None))
+    stats = timing.summarise(timing.Measurement(samples, 4.0, 3, None, None, 9.0))
     assert stats["samples"] == samples  # kept raw, in order
     assert stats["median"] == 3.0
     assert stats["min"] == 1.0 and stats["max"] == 10.0
     assert stats["std"] == pytest.approx(np.std(samples, ddof=1))
     assert stats["p90"] == pytest.approx(7.6)  # linear interpolation between 4.0 and 10.0
-    assert stats["mean"] == 4.0
-    single = timing.summarise(timing.Measurement([2.5], 2.5, 0, None, None))
+    assert stats["mean"] == 4.0 and stats["first_call_ms"] == 9.0
+    single = timing.summarise(timing.Measurement([2.5], 2.5, 0, None, None, None))
     assert single["std"] == 0.0 and single["n_samples"] == 1

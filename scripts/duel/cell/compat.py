@@ -36,12 +36,18 @@ def model_class(name):
     return getattr(_transformers(), name)
 
 
-def build_config(config_class_name, family, architecture):
-    """A transformers config object from a checkpoint's architecture dict, in either era."""
+def build_config(config_class_name, family, architecture, torchscript=False):
+    """A transformers config object from a checkpoint's architecture dict, in either era.
+
+    ``torchscript=True`` makes models return plain tuples and untie shared weights so that
+    ``torch.jit.trace`` can record them (the flag of the same name in both eras; 2019 set it).
+    """
     values = dict(architecture)
     if is_legacy() and family in _LEGACY_VOCAB_KEYS and "vocab_size" in values:
         values[_LEGACY_VOCAB_KEYS[family]] = values.pop("vocab_size")
-    return model_class(config_class_name).from_dict(values)
+    config = model_class(config_class_name).from_dict(values)
+    config.torchscript = torchscript
+    return config
 
 
 def last_hidden_state(outputs):

@@ -34,6 +34,8 @@ TIMING = [
     ("repeat", pa.int64()),  # hf2019 only: timeit's repeat
     ("number", pa.int64()),  # hf2019 only: calls per repeat
     ("point_wall_s", pa.float64()),  # wall time of the whole point, warm-up included
+    ("setup_s", pa.float64()),  # one-off preparation before the first call (e.g. jit.trace)
+    ("first_call_ms", pa.float64()),  # the untimed first call (tracing, compiling included)
 ]
 MEMORY = [
     ("peak_host_rss_mb", pa.float64()),

@@ -45,16 +45,19 @@ def describe(error):
 def measure(adapter, spec, point, seed, settings):
     """Time one point and measure its peak host memory; returns the timing and memory columns."""
     probe = PeakRssProbe().start()
-    began = time.time()
+    began = time.perf_counter()
     inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, seed))
+    prepared = time.perf_counter()
     call = adapter.call_for(point.method, inputs)
+    setup_s = time.perf_counter() - prepared
     with adapter.inference_context(point.method):
         if point.method == "hf2019":
             measurement = timing.time_hf2019(call, settings.hf2019)
         else:
             measurement = timing.time_duel(call, adapter.synchronise, settings.duel)
     columns = timing.summarise(measurement)
-    columns["point_wall_s"] = time.time() - began
+    columns["point_wall_s"] = time.perf_counter() - began
+    columns["setup_s"] = setup_s
     columns["peak_host_rss_mb"] = probe.peak_mib()
     columns["peak_host_rss_method"] = probe.method
     return columns
@@ -66,8 +69,10 @@ SweepSettings = namedtuple("SweepSettings", "seed duel hf2019")
 def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr):
     """Build the model once, then run every point; returns one contract row per point."""
     build_error = None
+    unsupported = adapter.unsupported_reason(spec)
     try:
-        adapter.build(spec, settings.seed)
+        if not unsupported:
+            adapter.build(spec, settings.seed)
     except Exception as error:  # a cell whose model cannot be built still reports every point
         traceback.print_exc(file=log)
         build_error = "model build failed: " + describe(error)
@@ -78,7 +83,9 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
         row.update(cell._asdict())
         row.update(point._asdict())
         limit = spec.max_sequence_length
-        if limit is not None and point.seq_len > limit:
+        if unsupported:
+            row["status"], row["message"] = "skipped", unsupported
+        elif limit is not None and point.seq_len > limit:
             row["status"] = "skipped"
             row["message"] = "sequence length %d exceeds the model's maximum of %d" % (
                 point.seq_len,

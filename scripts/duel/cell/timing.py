@@ -12,7 +12,9 @@ knows which framework runs.
   clock read, one call per sample, and a run length that adapts to the call's cost (at least
   ``min_samples`` samples and ``min_time_s`` seconds, capped by ``max_samples`` and ``max_time_s``).
 
-Every raw sample is kept (milliseconds per call); statistics are derived from them.
+Every raw sample is kept (milliseconds per call); statistics are derived from them. The first
+call of a point (where tf.function traces, torch.compile compiles, lazy weights materialise) is
+never a sample: its time is kept apart, as ``first_call_ms``.
 """
 import time
 import timeit
@@ -20,10 +22,13 @@ from collections import namedtuple
 
 import numpy as np
 
-Measurement = namedtuple("Measurement", "samples_ms mean_ms warmup_calls repeat number")
+Measurement = namedtuple(
+    "Measurement", "samples_ms mean_ms warmup_calls repeat number first_call_ms"
+)
 Measurement.__doc__ = """Raw samples of one point (ms per call) and how they were taken.
 
-``mean_ms`` is the method's own reported mean (for hf2019 computed exactly as the 2019 script did).
+``mean_ms`` is the method's own reported mean (for hf2019 computed exactly as the 2019 script did);
+``first_call_ms`` the untimed first call, one-off costs included (None without warm-up).
 """
 
 DuelSettings = namedtuple(
@@ -47,11 +52,18 @@ def time_hf2019(call, settings=HF2019_DEFAULTS):
     One sample per repeat: the per-call time of that repeat (its total over ``number`` calls).
     timeit switches the garbage collector off while timing, as it did in 2019.
     """
-    call()
+    first_call_ms = _timed_ms(call, _no_sync, time.perf_counter)
     totals = timeit.repeat(call, repeat=settings.repeat, number=settings.number)
     samples = [total / settings.number * 1000.0 for total in totals]
     mean_ms = sum(totals) / float(len(totals)) / float(settings.number) * 1000.0
-    return Measurement(samples, mean_ms, 1, settings.repeat, settings.number)
+    return Measurement(samples, mean_ms, 1, settings.repeat, settings.number, first_call_ms)
+
+
+def _timed_ms(call, synchronise, clock):
+    before = clock()
+    call()
+    synchronise()
+    return (clock() - before) * 1000.0
 
 
 def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.perf_counter):
@@ -61,7 +73,9 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
     ``max_samples`` samples, or once ``max_time_s`` seconds have passed (then with fewer samples
     than ``min_samples`` if a single call is that slow; ``n_samples`` tells how many).
     """
-    for _ in range(settings.warmup_calls):
+    synchronise()
+    first_call_ms = _timed_ms(call, synchronise, clock) if settings.warmup_calls else None
+    for _ in range(settings.warmup_calls - 1):
         call()
     synchronise()
     samples = []
@@ -76,7 +90,9 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
         enough = len(samples) >= settings.min_samples and elapsed >= settings.min_time_s
         if enough or len(samples) >= settings.max_samples or elapsed >= settings.max_time_s:
             break
-    return Measurement(samples, float(np.mean(samples)), settings.warmup_calls, None, None)
+    return Measurement(
+        samples, float(np.mean(samples)), settings.warmup_calls, None, None, first_call_ms
+    )
 
 
 def summarise(measurement):
@@ -98,4 +114,5 @@ def summarise(measurement):
         "warmup_calls": measurement.warmup_calls,
         "repeat": measurement.repeat,
         "number": measurement.number,
+        "first_call_ms": measurement.first_call_ms,
     }

@@ -10,11 +10,6 @@ ADAPTERS = {
     "tensorflow": ("duel.cell.adapters.tensorflow", "TensorFlowAdapter"),
 }
 
-MODES = {
-    "pytorch": ("eager",),
-    "tensorflow": ("eager", "function"),
-}
-
 
 def load_adapter(framework):
     """The adapter class of ``framework`` (imports that framework)."""

@@ -43,6 +43,10 @@ class Adapter(object):
         """Framework-specific environment columns."""
         raise NotImplementedError
 
+    def unsupported_reason(self, spec):
+        """Why this cell's mode cannot run ``spec`` in this era, or None (then it runs)."""
+        return None
+
     def build(self, spec, seed):
         """Build ``spec``'s model from its architecture with weights seeded by ``seed``."""
         raise NotImplementedError

@@ -1,0 +1,48 @@
+"""Eager vs graph modes in both eras: TorchScript, torch.compile, XLA, and what each era lacks."""
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+
+from conftest import MODELS, QUICK, SCRIPTS, snakemake, write_config
+
+
+def test_graph_modes_run_or_skip_with_their_reason_in_each_era(tmp_path, models_dir):
+    config = write_config(tmp_path, models_dir=models_dir, eras=["hf2019", "current"],
+                          models=["tiny-bert-16pos"], batch_sizes=[1], sequence_lengths=[8],
+                          modes={"pytorch": ["torchscript", "compile"],
+                                 "tensorflow": ["xla"]},
+                          method="duel", **QUICK)
+    snakemake(tmp_path, "--cores", "all", "--configfile", config)
+    rows = pq.read_table(os.path.join(str(tmp_path), "results", "summary.parquet")).to_pylist()
+    by = {(r["era"], r["mode"]): r for r in rows}
+    assert len(by) == 6
+    for era, mode in (("current", "torchscript"), ("current", "compile"), ("current", "xla"),
+                      ("hf2019", "torchscript")):
+        row = by[(era, mode)]
+        assert row["status"] == "ok", row["message"]
+        assert row["setup_s"] >= 0 and row["first_call_ms"] > 0
+        assert row["first_call_ms"] not in row["samples"]
+    assert by[("current", "torchscript")]["setup_s"] > 0.01  # the trace itself
+    # compiling happens in the first call of a shape: far slower than any sample
+    compiled = by[("current", "compile")]
+    assert compiled["first_call_ms"] > 20 * compiled["median"]
+    assert by[("hf2019", "compile")]["status"] == "skipped"
+    assert "torch.compile does not exist in torch 1.3.0" in by[("hf2019", "compile")]["message"]
+    assert by[("hf2019", "xla")]["status"] == "skipped"
+    assert "GPUs only" in by[("hf2019", "xla")]["message"]
+
+
+def test_transfo_xl_is_not_traced_and_not_even_built(tmp_path):
+    output = str(tmp_path / "shard.parquet")
+    result = subprocess.run(
+        [sys.executable, os.path.join(SCRIPTS, "run_cell.py"), "--framework", "pytorch",
+         "--mode", "torchscript", "--model-config", os.path.join(MODELS, "transfo-xl-wt103.json"),
+         "--batch-sizes", "1,2", "--sequence-lengths", "8", "--output", output],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = pq.read_table(output).to_pylist()
+    assert [r["status"] for r in rows] == ["skipped", "skipped"]
+    assert "cannot be traced" in rows[0]["message"]
+    assert all(r["peak_host_rss_mb"] is None for r in rows)

@@ -58,6 +58,8 @@ def test_points_have_real_numbers_statuses_and_environment(run):
         assert row["n_samples"] == len(row["samples"]) >= 3
         assert 0 < row["min"] <= row["median"] <= row["max"]
         assert row["peak_host_rss_mb"] > 200 and row["peak_host_rss_method"] == "vmhwm-reset"
+        reported = row["mean"] if row["method"] == "hf2019" else row["median"]
+        assert row["achieved_gflops"] == row["flops"] / (reported / 1000.0) / 1e9 > 0
     for row in by(method="hf2019", status="ok"):
         assert row["n_samples"] == 3 and (row["repeat"], row["number"]) == (3, 2)
     for row in by(model="distilbert-base-uncased", seq_len=600):

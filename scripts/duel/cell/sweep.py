@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import contract, models, timing
+from . import contract, flops, models, timing
 from .memory import PeakRssProbe
 
 Point = namedtuple("Point", "batch_size seq_len method")
@@ -82,6 +82,7 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
         row.update(environment)
         row.update(cell._asdict())
         row.update(point._asdict())
+        row["flops"] = flops.forward_flops(spec, point.batch_size, point.seq_len)
         limit = spec.max_sequence_length
         if unsupported:
             row["status"], row["message"] = "skipped", unsupported
@@ -97,6 +98,8 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
             try:
                 row.update(measure(adapter, spec, point, settings.seed, settings))
                 row["status"] = "ok"
+                reported = row["mean"] if point.method == "hf2019" else row["median"]
+                row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
             except Exception as error:  # the point fails, the sweep goes on
                 traceback.print_exc(file=log)
                 row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"

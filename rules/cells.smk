@@ -1,10 +1,39 @@
 # One job per cell: one process builds one model and sweeps its whole grid into one shard.
+# Before the cells of a model, one job makes the weights all its cells share and the PyTorch
+# eager outputs each point is checked against (scripts/duel/cell/reference.py).
+
+
+rule make_reference:
+    input:
+        model_config=model_config,
+        era_env=era_env_marker,
+    output:
+        manifest=REFERENCE,
+    log:
+        "results/logs/reference/{era}/{model}.log",
+    conda:
+        era_conda_env
+    # Heavy compute: it takes every core too, so it never runs beside a timing cell.
+    threads: workflow.cores
+    resources:
+        mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
+    params:
+        python=era_python,
+        script=MAKE_REFERENCE,
+        folder=lambda wildcards, output: os.path.dirname(output.manifest),
+        sequence_lengths=joined(config["sequence_lengths"]),
+        seed=config["seed"],
+    shell:
+        "{params.python:q} {params.script:q} --model-config {input.model_config:q}"
+        " --sequence-lengths {params.sequence_lengths:q} --seed {params.seed}"
+        " --threads {threads} --output-dir {params.folder:q} > {log:q} 2>&1"
 
 
 rule run_cell:
     input:
         model_config=model_config,
         era_env=era_env_marker,
+        reference=REFERENCE,
     output:
         shard=plan.SHARD_PATTERN,
     log:
@@ -18,6 +47,7 @@ rule run_cell:
     params:
         python=era_python,
         runner=era_runner,
+        reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
         script=RUN_CELL,
         batch_sizes=joined(config["batch_sizes"]),
         sequence_lengths=joined(config["sequence_lengths"]),
@@ -32,6 +62,7 @@ rule run_cell:
         " --task {wildcards.task:q} --model-config {input.model_config:q}"
         " --batch-sizes {params.batch_sizes:q} --sequence-lengths {params.sequence_lengths:q}"
         " --methods {params.methods:q} --seed {params.seed} --threads {threads}"
+        " --reference-dir {params.reference_dir:q}"
         " --warmup-calls {params.duel[warmup_calls]} --min-samples {params.duel[min_samples]}"
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
         " --max-time-s {params.duel[max_time_s]}"

@@ -23,6 +23,8 @@ MODELS_DIR = plan.resolve_models_dir(config, CHECKOUT)
 ERA_ENVS_DIR = plan.resolve_era_envs_dir(config, CHECKOUT)
 METHODS = plan.as_list(config["method"])
 RUN_CELL = os.path.join(CHECKOUT, "scripts", "run_cell.py")
+MAKE_REFERENCE = os.path.join(CHECKOUT, "scripts", "make_reference.py")
+REFERENCE = "results/reference/{era}/{model}/reference.json"
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
 
@@ -30,15 +32,20 @@ def is_native(wildcards):
     return wildcards.era == eras.NATIVE_ERA
 
 
+def device_of(wildcards):
+    """The cell's device; jobs without one (the shared reference) run on the CPU."""
+    return getattr(wildcards, "device", "cpu")
+
+
 def era_lock(wildcards):
-    return eras.lock_file(CHECKOUT, wildcards.era, wildcards.device)
+    return eras.lock_file(CHECKOUT, wildcards.era, device_of(wildcards))
 
 
 def era_env_marker(wildcards):
     """A built era's finished environment (none for the native era or under --sdm conda)."""
     if is_native(wildcards) or USE_CONDA:
         return []
-    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, wildcards.device)
+    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
     return os.path.join(prefix, eras.MARKER)
 
 

@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FRAMEWORK_ENVIRONMENT = {
     "pytorch": {"USE_TF": "0", "USE_TORCH": "1"},
     "tensorflow": {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"},
+    "both": {"USE_TORCH": "AUTO", "USE_TF": "AUTO", "TF_USE_LEGACY_KERAS": "1"},
 }
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -57,6 +58,9 @@ def parse_args(argv=None):
     grid.add_argument("--sequence-lengths", type=positive_ints, default=[8], help="e.g. 8,64")
     grid.add_argument("--methods", type=names, default=["duel"], help="duel, hf2019 or both")
     grid.add_argument("--seed", type=int, default=0, help="seeds weights and input token ids")
+    grid.add_argument("--reference-dir", default=None,
+                      help="shared weights and reference outputs (scripts/make_reference.py); "
+                           "without it the model is built from the seed and not checked")
     grid.add_argument("--threads", type=int, default=None, help="default: all usable CPUs")
     duel = parser.add_argument_group("method duel")
     duel.add_argument("--warmup-calls", type=int, default=3)
@@ -92,6 +96,7 @@ def settings_digest(args, spec):
     """SHA-256 of everything that determines this cell's numbers (not where they are written)."""
     settings = dict(vars(args))
     settings.pop("output")
+    settings.pop("reference_dir")
     settings["architecture"] = spec.architecture
     settings["max_sequence_length"] = spec.max_sequence_length
     encoded = json.dumps(settings, sort_keys=True, separators=(",", ":")).encode("utf-8")
@@ -128,6 +133,7 @@ def main(argv=None):
             args.warmup_calls, args.min_samples, args.min_time_s, args.max_samples, args.max_time_s
         ),
         hf2019=timing.Hf2019Settings(args.repeat, args.number),
+        reference_dir=args.reference_dir,
     )
     cell = sweep.CellSpec(
         args.era, args.device, args.framework, args.mode, args.task, spec.name

@@ -58,6 +58,7 @@ def test_points_have_real_numbers_statuses_and_environment(run):
         assert row["n_samples"] == len(row["samples"]) >= 3
         assert 0 < row["min"] <= row["median"] <= row["max"]
         assert row["peak_host_rss_mb"] > 200 and row["peak_host_rss_method"] == "vmhwm-reset"
+        assert row["max_abs_diff"] < 1e-4 < row["diff_tolerance"]  # same weights, same output
         reported = row["mean"] if row["method"] == "hf2019" else row["median"]
         assert row["achieved_gflops"] == row["flops"] / (reported / 1000.0) / 1e9 > 0
     for row in by(method="hf2019", status="ok"):
@@ -115,7 +116,10 @@ def test_a_finished_run_has_nothing_left_to_do(run):
 
 
 def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
-    """SIGKILL the whole run while its second cell runs; the rerun keeps the first shard."""
+    """SIGKILL the whole run while its second cell runs; the rerun keeps the first shard.
+
+    Steps: the shared reference, three cells, the merge, the target.
+    """
     config = write_config(tmp_path, models_dir=models_dir, models=["tiny-bert-16pos"],
                           batch_sizes=[1], sequence_lengths=[8], method="duel", **QUICK)
     command = [sys.executable, "-m", "snakemake", "-s", os.path.join(REPO, "Snakefile"),
@@ -129,7 +133,7 @@ def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
         deadline = time.time() + 300
         while time.time() < deadline:
             with open(log_path) as log:
-                if "1 of 5 steps (20%) done" in log.read():
+                if "2 of 6 steps (33%) done" in log.read():
                     break
             time.sleep(0.2)
         else:

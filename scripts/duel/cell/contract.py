@@ -42,6 +42,10 @@ MEMORY = [
     ("peak_host_rss_method", pa.string()),
     ("peak_device_mb", pa.float64()),
 ]
+CHECK = [
+    ("max_abs_diff", pa.float64()),  # |final hidden state - PyTorch eager reference|, max
+    ("diff_tolerance", pa.float64()),  # beyond it the point is an error (reference.py)
+]
 WORK = [
     ("flops", pa.float64()),
     ("achieved_gflops", pa.float64()),
@@ -69,7 +73,7 @@ ENVIRONMENT = [
     ("seed", pa.int64()),
 ]
 
-COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + WORK + ENVIRONMENT
+COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + WORK + ENVIRONMENT
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
 STATUSES = ("ok", "oom", "error", "skipped")

@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import contract, flops, models, timing
+from . import contract, flops, models, reference, timing
 from .memory import PeakRssProbe
 
 Point = namedtuple("Point", "batch_size seq_len method")
@@ -42,8 +42,20 @@ def describe(error):
     return "%s: %s" % (type(error).__name__, text[0] if text else "")
 
 
+def check_output(adapter, call, method, reference_dir, seq_len):
+    """One more call, outside the timing: its final hidden state against the reference."""
+    expected = reference.load_reference(reference_dir, seq_len) if reference_dir else None
+    if expected is None:
+        return {}
+    with adapter.inference_context(method):
+        hidden = adapter.to_numpy(adapter.last_hidden_state(call()))
+    return {"max_abs_diff": reference.max_abs_difference(hidden, expected),
+            "diff_tolerance": reference.tolerance(expected)}
+
+
 def measure(adapter, spec, point, seed, settings):
-    """Time one point and measure its peak host memory; returns the timing and memory columns."""
+    """Time one point, measure its peak host memory and check its output against the reference;
+    returns those columns."""
     probe = PeakRssProbe().start()
     began = time.perf_counter()
     inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, seed))
@@ -60,10 +72,11 @@ def measure(adapter, spec, point, seed, settings):
     columns["setup_s"] = setup_s
     columns["peak_host_rss_mb"] = probe.peak_mib()
     columns["peak_host_rss_method"] = probe.method
+    columns.update(check_output(adapter, call, point.method, settings.reference_dir, point.seq_len))
     return columns
 
 
-SweepSettings = namedtuple("SweepSettings", "seed duel hf2019")
+SweepSettings = namedtuple("SweepSettings", "seed duel hf2019 reference_dir")
 
 
 def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr):
@@ -72,7 +85,7 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
     unsupported = adapter.unsupported_reason(spec)
     try:
         if not unsupported:
-            adapter.build(spec, settings.seed)
+            adapter.build(spec, settings.seed, settings.reference_dir)
     except Exception as error:  # a cell whose model cannot be built still reports every point
         traceback.print_exc(file=log)
         build_error = "model build failed: " + describe(error)
@@ -98,6 +111,12 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
             try:
                 row.update(measure(adapter, spec, point, settings.seed, settings))
                 row["status"] = "ok"
+                if row["max_abs_diff"] is not None and row["max_abs_diff"] > row["diff_tolerance"]:
+                    row["status"] = "error"
+                    row["message"] = (
+                        "output differs from PyTorch eager on the same weights and input: max "
+                        "|difference| %.3g > tolerance %.3g" % (row["max_abs_diff"],
+                                                                row["diff_tolerance"]))
                 reported = row["mean"] if point.method == "hf2019" else row["median"]
                 row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
             except Exception as error:  # the point fails, the sweep goes on

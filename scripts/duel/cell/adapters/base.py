@@ -47,8 +47,13 @@ class Adapter(object):
         """Why this cell's mode cannot run ``spec`` in this era, or None (then it runs)."""
         return None
 
-    def build(self, spec, seed):
-        """Build ``spec``'s model from its architecture with weights seeded by ``seed``."""
+    def build(self, spec, seed, weights_dir=None):
+        """Load the shared weights from ``weights_dir`` (see reference.py), or, without one,
+        build ``spec``'s model from its architecture with weights seeded by ``seed``."""
+        raise NotImplementedError
+
+    def to_numpy(self, tensor):
+        """A framework tensor as a numpy array (for the output check)."""
         raise NotImplementedError
 
     def inputs(self, token_ids):

@@ -8,6 +8,8 @@ comparable); ``hf2019`` calls the model in eval mode without it, as the 2019 scr
 - ``compile``: ``torch.compile(model)`` once per cell (default inductor backend); compilation
   happens in each new shape's first call, so it lands in ``first_call_ms``, never in a sample.
 """
+import os
+
 import torch
 
 from .. import compat
@@ -45,17 +47,25 @@ class PyTorchAdapter(Adapter):
             return "torch.compile does not exist in torch %s (it came with 2.0)" % torch.__version__
         return None
 
-    def build(self, spec, seed):
+    def build(self, spec, seed, weights_dir=None):
         family = FAMILIES[spec.family]
-        torch.manual_seed(seed)
-        config = compat.build_config(family.config_class, spec.family, spec.architecture,
-                                     torchscript=self.mode == "torchscript")
-        self.model = compat.model_class(family.pytorch_class)(config)
+        model_class = compat.model_class(family.pytorch_class)
+        torchscript = self.mode == "torchscript"
+        if weights_dir:
+            self.model = model_class.from_pretrained(os.path.join(weights_dir, "pytorch"),
+                                                     torchscript=torchscript)
+        else:
+            torch.manual_seed(seed)
+            self.model = model_class(compat.build_config(
+                family.config_class, spec.family, spec.architecture, torchscript=torchscript))
         self.model.eval()
         self._compiled = torch.compile(self.model) if self.mode == "compile" else None
 
     def inputs(self, token_ids):
         return torch.tensor(token_ids, dtype=torch.long)
+
+    def to_numpy(self, tensor):
+        return tensor.detach().cpu().numpy()
 
     def call_for(self, method, inputs):
         model = self.model

@@ -8,6 +8,7 @@ Mode ``xla`` is the same with ``jit_compile=True`` (TensorFlow 2.5+); TensorFlow
 ``duel`` passes ``training=False``; ``hf2019`` calls ``model(inputs)`` as 2019 did.
 """
 import inspect
+import os
 
 import tensorflow as tf
 
@@ -44,15 +45,22 @@ class TensorFlowAdapter(Adapter):
                     "for GPUs only: nothing to compile on a CPU" % tf.__version__)
         return None
 
-    def build(self, spec, seed):
+    def build(self, spec, seed, weights_dir=None):
         family = FAMILIES[spec.family]
-        tf.random.set_seed(seed)
-        config = compat.build_config(family.config_class, spec.family, spec.architecture)
-        self.model = compat.model_class(family.tensorflow_class)(config)
+        model_class = compat.model_class(family.tensorflow_class)
+        if weights_dir:
+            self.model = model_class.from_pretrained(os.path.join(weights_dir, "tensorflow"))
+        else:
+            tf.random.set_seed(seed)
+            self.model = model_class(compat.build_config(
+                family.config_class, spec.family, spec.architecture))
         self._functions = {}
 
     def inputs(self, token_ids):
         return tf.constant(token_ids, dtype=tf.int32)
+
+    def to_numpy(self, tensor):
+        return tensor.numpy()
 
     def _forward(self, method):
         model = self.model

@@ -1,0 +1,98 @@
+"""One set of weights for both frameworks, and the output every cell is checked against.
+
+For a model, this builds the PyTorch model from its architecture with seeded weights, saves it,
+converts exactly those weights to TensorFlow (transformers' own PyTorch-to-TF loader, offline
+from the local folder) and saves them too; then it records PyTorch eager's final hidden state for
+each sequence length on the same input the cells use (one row: the cells repeat it over the
+batch). Every cell then loads these weights, and each point records the largest absolute
+difference between its own final hidden state and that reference. A difference beyond
+``tolerance(reference)`` makes the point an ``error``: the frameworks did not compute the same
+thing, and their times would not be comparable.
+
+Layout of the folder: ``pytorch/`` and ``tensorflow/`` (save_pretrained), ``length-<L>.npy``
+(float32, shape L x hidden), and ``reference.json`` written last (what was made, with versions).
+"""
+import gc
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+
+from . import compat, models
+
+# Random weights give final hidden states of order 1; different kernels and fusions
+# (PyTorch vs TensorFlow, TorchScript, compile, XLA) differ by about 1e-6 to 1e-4 in fp32.
+RELATIVE_TOLERANCE = 1e-3
+
+
+def tolerance(reference):
+    """The largest acceptable absolute difference from ``reference`` (fp32)."""
+    return RELATIVE_TOLERANCE * max(1.0, float(np.abs(reference).max()))
+
+
+def max_abs_difference(hidden, reference):
+    """Largest |hidden - reference| over every row of a batch (each row had the same input)."""
+    return float(np.abs(np.asarray(hidden, dtype=np.float64) -
+                        np.asarray(reference, dtype=np.float64)[None]).max())
+
+
+def reference_path(folder, length):
+    return os.path.join(folder, "length-%d.npy" % length)
+
+
+def load_reference(folder, length):
+    path = reference_path(folder, length)
+    return np.load(path) if os.path.exists(path) else None
+
+
+def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
+    """Write the folder described in the module docstring; returns its manifest."""
+    import torch
+
+    family = models.FAMILIES[spec.family]
+    torch.manual_seed(seed)
+    config = compat.build_config(family.config_class, spec.family, spec.architecture)
+    model = compat.model_class(family.pytorch_class)(config).eval()
+    pytorch_dir, tensorflow_dir = os.path.join(folder, "pytorch"), os.path.join(folder, "tensorflow")
+    for path in (pytorch_dir, tensorflow_dir):  # transformers 2.1.1 wants them to exist
+        if not os.path.isdir(path):
+            os.makedirs(path)
+    model.save_pretrained(pytorch_dir)
+    made, failed = [], {}
+    for length in sorted(set(lengths)):
+        if spec.max_sequence_length is not None and length > spec.max_sequence_length:
+            continue
+        try:
+            with torch.no_grad():
+                outputs = model(torch.tensor(token_ids(spec, 1, length, seed)))
+            hidden = compat.last_hidden_state(outputs)[0].numpy().astype(np.float32)
+            np.save(reference_path(folder, length), hidden)
+            made.append(length)
+        except Exception as error:  # the cells will report the same failure as their rows
+            traceback.print_exc(file=log)
+            failed[str(length)] = "%s: %s" % (type(error).__name__, str(error).splitlines()[0])
+    del model
+    gc.collect()
+
+    import tensorflow as tf
+
+    tensorflow_model = compat.model_class(family.tensorflow_class).from_pretrained(
+        pytorch_dir, from_pt=True
+    )
+    tensorflow_model.save_pretrained(tensorflow_dir)
+    manifest = {
+        "model": spec.name,
+        "seed": seed,
+        "lengths": made,
+        "failed": failed,
+        "torch": torch.__version__,
+        "tensorflow": tf.__version__,
+        "transformers": compat.transformers_version(),
+    }
+    partial = os.path.join(folder, "reference.json.partial")
+    with open(partial, "w") as handle:
+        json.dump(manifest, handle, indent=2)
+    os.replace(partial, os.path.join(folder, "reference.json"))
+    return manifest

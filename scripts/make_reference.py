@@ -1,0 +1,44 @@
+#!/usr/bin/env python
+"""Make one model's shared weights (PyTorch and TensorFlow) and PyTorch eager reference outputs.
+
+Runs in an era's environment (both frameworks needed), e.g.
+
+    python scripts/make_reference.py --model-config config/models/gpt2.json \\
+        --sequence-lengths 8,128 --output-dir /tmp/gpt2-reference
+
+See duel/cell/reference.py. Python 3.6-compatible, like every in-cell script.
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main(argv=None):
+    sys.path.insert(0, HERE)
+    from run_cell import positive_ints, prepare_process
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model-config", required=True, help="a config/models/*.json file")
+    parser.add_argument("--sequence-lengths", type=positive_ints, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--output-dir", required=True)
+    args = parser.parse_args(argv)
+
+    from duel.cell import environment, models
+
+    prepare_process("both", args.threads or environment.usable_cpus())
+    from duel.cell import reference, sweep
+
+    spec = models.load_model_spec(args.model_config)
+    manifest = reference.make_reference(spec, args.seed, args.sequence_lengths, args.output_dir,
+                                        sweep.token_ids)
+    sys.stderr.write("reference for %s: lengths %s, failed %s\n"
+                     % (spec.name, manifest["lengths"], manifest["failed"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -55,9 +55,8 @@ def era_python(wildcards):
         return "python"
     if is_native(wildcards):
         return sys.executable
-    return eras.env_python(
-        eras.env_prefix(ERA_ENVS_DIR, wildcards.era, wildcards.device)
-    )
+    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
+    return eras.env_python(prefix)
 
 
 def era_runner(wildcards):

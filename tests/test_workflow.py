@@ -89,7 +89,7 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu PT eager duel", "current cpu PT eager hf2019",
         "current cpu TF eager duel", "current cpu TF eager hf2019",
         "current cpu TF func duel", "current cpu TF func hf2019",
-        "ratio PT-TF", "cross-era", "historical 2019", "environment"]
+        "ratio PT-TF", "GFLOP per s", "cross-era", "historical 2019", "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))
@@ -98,6 +98,14 @@ def test_spreadsheet_matches_the_shards(run):
     distilbert = next(row for row in sheet if row[0] == "distilbert-base-uncased")
     assert distilbert[1:] == [medians[(1, 8)] / 1000.0, medians[(1, 32)] / 1000.0, "N/A",
                               medians[(2, 8)] / 1000.0, medians[(2, 32)] / 1000.0, "N/A"]
+    gflops = [list(r) for r in workbook["GFLOP per s"].iter_rows(values_only=True)]
+    title = next(i for i, row in enumerate(gflops) if row[0] and row[0].startswith("tensorflow")
+                 and "(function)" in row[0] and "method duel" in row[0])
+    block = gflops[title + 2: title + 4]
+    achieved = {(r["batch_size"], r["seq_len"]): r["achieved_gflops"] for r in shard.to_pylist()
+                if r["method"] == "duel"}
+    distilbert_gflops = next(row for row in block if row[0] == "distilbert-base-uncased")
+    assert distilbert_gflops[1] == achieved[(1, 8)] and distilbert_gflops[3] == "N/A"
     tiny = next(row for row in sheet if row[0] == "tiny-bert-16pos")
     assert tiny[2] == "N/A" and isinstance(tiny[1], float)
     long_sheet = [list(r) for r in workbook["long"].iter_rows(values_only=True)]

@@ -39,11 +39,9 @@ def run_aggregates(frame):
         ok = group[group["status"] == "ok"]
         seconds = ok["reported_ms"].astype(float) / 1000.0
         record = dict(zip(GROUP, values))
-        hardware = group["cpu_model"].iloc[0] if record["device"] == "cpu" else \
-            group["device_name"].iloc[0]
         record.update(
             source="this run (%s %s)" % (record["framework"], group["framework_version"].iloc[0]),
-            hardware="%s, %s threads" % (hardware, group["threads"].iloc[0]),
+            hardware=summary.hardware(group),
             mean_s=float(seconds.mean()) if len(seconds) else None,
             median_s=float(seconds.median()) if len(seconds) else None,
             ok_points=int(len(ok)),

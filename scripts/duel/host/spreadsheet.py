@@ -6,6 +6,7 @@ Sheets:
 - one sheet per era x device x framework x mode x task x method in the 2019 layout: a row per
   model, a column per point ``BxL`` (batch x length), seconds per call, N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
+- ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time).
 - ``cross-era``: current time / hf2019 time for the same cell and point (< 1: today faster).
 - ``historical 2019``: the published 2019 all-model averages beside the same aggregate of
   this run, each with the hardware it was measured on.
@@ -27,6 +28,7 @@ BOLD = Font(bold=True)
 SHEET_NAME_LIMIT = 31
 SECONDS_FORMAT = "0.00000"
 RATIO_FORMAT = "0.000"
+GFLOPS_FORMAT = "0.00"
 
 
 def _cell_value(value):
@@ -97,15 +99,13 @@ def write_layouts(workbook, frame, points, taken):
     for values, group in frame.groupby(keys, sort=False):
         era, device, framework, mode, task, method = values
         sheet = workbook.create_sheet(layout_sheet_name(*values, taken=taken))
-        hardware = group["cpu_model"].iloc[0] if device == "cpu" else group["device_name"].iloc[0]
         _append(
             sheet,
             ["%s %s (%s), era %s, %s, %s, method %s"
              % (framework, group["framework_version"].iloc[0], mode, era, task, device, method)],
             bold=True,
         )
-        _append(sheet, ["%s; %s, %s threads" % (_unit_note(method), hardware,
-                                                group["threads"].iloc[0])])
+        _append(sheet, ["%s; %s" % (_unit_note(method), summary.hardware(group))])
         _write_table(sheet, group, points, "reported_ms", SECONDS_FORMAT, scale=1000.0)
 
 
@@ -133,6 +133,19 @@ def write_ratios(workbook, frame, points):
         _append(sheet, [])
         _append(sheet, ["%s %s %s, method %s: PyTorch %s / TensorFlow %s" % values], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
+
+
+def write_gflops(workbook, frame, points):
+    sheet = workbook.create_sheet("GFLOP per s")
+    _append(sheet, ["Achieved GFLOP/s per point: analytic forward FLOPs (matrix products, "
+                    "scripts/duel/cell/flops.py) / the reported time per call"], bold=True)
+    keys = ["era", "device", "framework", "mode", "task", "method"]
+    for values, group in frame.groupby(keys, sort=False):
+        _append(sheet, [])
+        _append(sheet, ["%s %s (%s), era %s, %s, %s, method %s; %s" % (
+            values[2], group["framework_version"].iloc[0], values[3], values[0], values[4],
+            values[1], values[5], summary.hardware(group))], bold=True)
+        _write_table(sheet, group, points, "achieved_gflops", GFLOPS_FORMAT)
 
 
 def write_cross_era(workbook, frame, points):
@@ -186,6 +199,7 @@ def write_about(sheet, sheet_names):
         ["layout sheets", "2019 layout: a row per model, a column per batch x length; seconds "
                           "per call (duel: median; hf2019: mean, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
+        ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time)"],
         ["cross-era", "era current / era hf2019 time per point (< 1: today faster)"],
         ["historical 2019", "the 2019 published averages beside this run's, with hardware"],
         ["environment", "what produced each cell's numbers"],
@@ -230,6 +244,7 @@ def write_workbook(frame, path):
     write_long(workbook, frame)
     write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
+    write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
     write_historical(workbook, frame)
     write_environment(workbook, frame)

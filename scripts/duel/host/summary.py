@@ -36,6 +36,13 @@ def read_shards(paths):
     return table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get)
 
 
+def hardware(group):
+    """Where a group of rows ran: the CPU (and threads) or the accelerator."""
+    first = group.iloc[0]
+    name = first["cpu_model"] if first["device"] == "cpu" else first["device_name"]
+    return "%s, %s threads" % (name, first["threads"])
+
+
 def reported_ms(row):
     """The figure a method reports for a point: hf2019 its mean (as 2019 did), duel its median."""
     if row["status"] != "ok":

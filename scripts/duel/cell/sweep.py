@@ -5,6 +5,7 @@ memory measured. A point that fails becomes a row with its status (``oom``, ``er
 error text, and the sweep goes on; a point whose length exceeds the model's maximum is a
 ``skipped`` row with the reason. Nothing measured is dropped.
 """
+
 import sys
 import time
 import traceback
@@ -49,13 +50,14 @@ def check_output(adapter, call, method, reference_dir, seq_len):
         return {}
     with adapter.inference_context(method):
         hidden = adapter.to_numpy(adapter.last_hidden_state(call()))
-    return {"max_abs_diff": reference.max_abs_difference(hidden, expected),
-            "diff_tolerance": reference.tolerance(expected)}
+    return {
+        "max_abs_diff": reference.max_abs_difference(hidden, expected),
+        "diff_tolerance": reference.tolerance(expected),
+    }
 
 
 def measure(adapter, spec, point, seed, settings):
-    """Time one point, measure its peak host memory and check its output against the reference;
-    returns those columns."""
+    """Time one point and measure its peak host memory; returns those columns and the call."""
     probe = PeakRssProbe().start()
     began = time.perf_counter()
     inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, seed))
@@ -72,7 +74,22 @@ def measure(adapter, spec, point, seed, settings):
     columns["setup_s"] = setup_s
     columns["peak_host_rss_mb"] = probe.peak_mib()
     columns["peak_host_rss_method"] = probe.method
-    columns.update(check_output(adapter, call, point.method, settings.reference_dir, point.seq_len))
+    return columns, call
+
+
+def judge_output(adapter, call, point, settings):
+    """The output check's columns; a difference beyond tolerance, or a check that cannot run,
+    makes the point an error while its times stay in the row."""
+    try:
+        columns = check_output(adapter, call, point.method, settings.reference_dir, point.seq_len)
+    except Exception as error:
+        return {"status": "error", "message": "output check failed: " + describe(error)}
+    if columns and columns["max_abs_diff"] > columns["diff_tolerance"]:
+        columns["status"] = "error"
+        columns["message"] = (
+            "output differs from PyTorch eager on the same weights and input: max |difference| "
+            "%.3g > tolerance %.3g" % (columns["max_abs_diff"], columns["diff_tolerance"])
+        )
     return columns
 
 
@@ -109,16 +126,12 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
             row["status"], row["message"] = "error", build_error
         else:
             try:
-                row.update(measure(adapter, spec, point, settings.seed, settings))
+                columns, call = measure(adapter, spec, point, settings.seed, settings)
+                row.update(columns)
                 row["status"] = "ok"
-                if row["max_abs_diff"] is not None and row["max_abs_diff"] > row["diff_tolerance"]:
-                    row["status"] = "error"
-                    row["message"] = (
-                        "output differs from PyTorch eager on the same weights and input: max "
-                        "|difference| %.3g > tolerance %.3g" % (row["max_abs_diff"],
-                                                                row["diff_tolerance"]))
                 reported = row["mean"] if point.method == "hf2019" else row["median"]
                 row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
+                row.update(judge_output(adapter, call, point, settings))
             except Exception as error:  # the point fails, the sweep goes on
                 traceback.print_exc(file=log)
                 row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"

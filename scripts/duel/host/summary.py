@@ -51,7 +51,13 @@ def reported_ms(row):
 
 
 def with_reported(frame):
-    """The frame plus ``reported_ms`` (see reported_ms) and ``point`` ('BxL', e.g. '2x128')."""
+    """The frame plus ``reported_ms`` (see reported_ms) and ``point`` ('BxL', e.g. '2x128').
+
+    A frame that has them already is returned as it is: the spreadsheet derives them once and
+    hands that frame on to the history tables.
+    """
+    if "reported_ms" in frame.columns and "point" in frame.columns:
+        return frame
     frame = frame.copy()
     frame["reported_ms"] = [reported_ms(row) for _, row in frame.iterrows()]
     frame["point"] = [

@@ -37,7 +37,7 @@ rule run_cell:
     output:
         shard=plan.SHARD_PATTERN,
     log:
-        "results/logs/cells/{era}/{device}/{framework}/{mode}/{task}/{model}.log",
+        "results/logs/cells/{era}/{device}/{framework}/{mode}/{precision}/{task}/{model}.log",
     conda:
         era_conda_env
     # A timing cell takes every core Snakemake may use, so no two cells ever share cores.
@@ -59,6 +59,7 @@ rule run_cell:
         "{params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"
         " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
+        " --precision {wildcards.precision:q}"
         " --task {wildcards.task:q} --model-config {input.model_config:q}"
         " --batch-sizes {params.batch_sizes:q} --sequence-lengths {params.sequence_lengths:q}"
         " --methods {params.methods:q} --seed {params.seed} --threads {threads}"

@@ -29,7 +29,7 @@ USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_me
 
 
 def is_native(wildcards):
-    return wildcards.era == eras.NATIVE_ERA
+    return eras.is_native(wildcards.era, device_of(wildcards))
 
 
 def device_of(wildcards):
@@ -76,6 +76,7 @@ wildcard_constraints:
     device="|".join(config["devices"]),
     framework="|".join(config["frameworks"]),
     mode="[A-Za-z0-9]+",
+    precision="|".join(config["precisions"]),
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
 

@@ -29,7 +29,7 @@ def main(argv=None):
 
     from duel.cell import environment, models
 
-    prepare_process("both", args.threads or environment.usable_cpus())
+    prepare_process("both", "cpu", args.threads or environment.usable_cpus())
     from duel.cell import reference, sweep
 
     spec = models.load_model_spec(args.model_config)

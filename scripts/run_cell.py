@@ -48,9 +48,12 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     cell = parser.add_argument_group("the cell")
     cell.add_argument("--era", default="current", help="era label recorded in the shard")
-    cell.add_argument("--device", default="cpu", choices=["cpu"])
+    cell.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                      help="cuda: the first GPU (a cpu cell hides every GPU from the frameworks)")
     cell.add_argument("--framework", required=True, choices=["pytorch", "tensorflow"])
     cell.add_argument("--mode", default="eager", help="pytorch: eager, torchscript, compile; tensorflow: eager, function, xla")
+    cell.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
+                      help="fp16/bf16: mixed precision (autocast, Keras policies)")
     cell.add_argument("--task", default="inference", choices=["inference"])
     cell.add_argument("--model-config", required=True, help="a config/models/*.json file")
     grid = parser.add_argument_group("the grid")
@@ -83,9 +86,14 @@ def parse_args(argv=None):
     return args
 
 
-def prepare_process(framework, threads):
-    """Environment variables that must be set before the framework is imported."""
+def prepare_process(framework, device, threads):
+    """Environment variables that must be set before the framework is imported.
+
+    A cpu cell hides the GPUs: TensorFlow would otherwise place its operations on a GPU.
+    """
     os.environ.update(FRAMEWORK_ENVIRONMENT[framework])
+    if device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     for variable in THREAD_VARIABLES:
@@ -109,14 +117,14 @@ def main(argv=None):
     from duel.cell import environment, models
 
     threads = args.threads or environment.usable_cpus()
-    prepare_process(args.framework, threads)
+    prepare_process(args.framework, args.device, threads)
     started_at = environment.utc_now()
     spec = models.load_model_spec(args.model_config)
 
     from duel.cell import shard, sweep, timing
     from duel.cell.adapters import load_adapter
 
-    adapter = load_adapter(args.framework)(args.mode, args.device, threads)
+    adapter = load_adapter(args.framework)(args.mode, args.device, args.precision, threads)
     columns = environment.host_columns(
         threads=threads,
         runner=args.runner,
@@ -136,7 +144,7 @@ def main(argv=None):
         reference_dir=args.reference_dir,
     )
     cell = sweep.CellSpec(
-        args.era, args.device, args.framework, args.mode, args.task, spec.name
+        args.era, args.device, args.framework, args.mode, args.precision, args.task, spec.name
     )
     points = sweep.plan_points(args.batch_sizes, args.sequence_lengths, args.methods)
     rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns)

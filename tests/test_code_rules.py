@@ -1,6 +1,7 @@
 """Rules the code itself must keep: 2019-compatible in-cell code, lint, format, pinned envs."""
 import ast
 import os
+import re
 import subprocess
 import sys
 
@@ -64,10 +65,20 @@ def pins(lines):
                   if line.strip() and not line.strip().startswith("#"))
 
 
-@pytest.mark.parametrize("era, python", [("current-cpu", "3.11"), ("hf2019", "3.7")])
-def test_conda_env_pins_equal_the_lock_file(era, python):
+LOCK_FILES = sorted(name[:-len(".txt")] for name in os.listdir(os.path.join(REPO, "envs"))
+                    if name.endswith(".txt") and "# requires-python:" in
+                    open(os.path.join(REPO, "envs", name)).read())
+
+
+def test_every_era_and_device_has_a_lock_file():
+    assert LOCK_FILES == ["current-cpu", "current-cuda", "hf2019", "hf2019-cuda"]
+
+
+@pytest.mark.parametrize("era", LOCK_FILES)
+def test_conda_env_pins_equal_the_lock_file(era):
     with open(os.path.join(REPO, "envs", era + ".txt")) as handle:
         text = handle.read()
+    python = re.search(r"# requires-python: (\S+)", text).group(1)
     requirements = pins(text.splitlines())
     with open(os.path.join(REPO, "envs", era + ".yaml")) as handle:
         environment = yaml.safe_load(handle)

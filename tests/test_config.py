@@ -12,7 +12,8 @@ BAD = [
     (["modes={tensorflow: [torchscript]}"], ["tensorflow", "torchscript"]),
     (["eras=[hf2020]"], ["eras", "hf2020"]),
     (["devices=[tpu]"], ["devices", "tpu"]),
-    (["devices=[cuda]"], ["devices", "cuda"]),
+    (["devices=[cuda]"], ["devices", "cuda", "no NVIDIA GPU"]),
+    (["precisions=[fp8]"], ["precisions", "fp8"]),
     (["method=fastest"], ["method", "fastest"]),
     (["batch_sizes=[1,0]"], ["batch_sizes", "0"]),
     (["sequence_lengths=[8,abc]"], ["sequence_lengths", "abc"]),
@@ -54,3 +55,17 @@ def test_the_default_and_2019_configs_plan(tmp_path):
     jobs = " ".join(paper.stdout.split())
     # two eras x ten checkpoints x (PyTorch eager + TensorFlow function)
     assert "run_cell 40" in jobs
+
+
+def test_a_machine_with_a_gpu_plans_cuda_cells_per_precision():
+    from duel.host import plan
+    config = {"eras": ["current"], "devices": ["cpu", "cuda"], "frameworks": ["pytorch"],
+              "modes": {"pytorch": ["eager"]}, "precisions": ["fp32", "bf16"],
+              "tasks": ["inference"], "models": ["gpt2"]}
+    cells = plan.plan_cells(config, REPO, has_gpu=lambda: True)
+    assert [(cell.device, cell.precision) for cell in cells] == [
+        ("cpu", "fp32"), ("cpu", "bf16"), ("cuda", "fp32"), ("cuda", "bf16")]
+    assert plan.shard_path(cells[-1]) == \
+        "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2.parquet"
+    with pytest.raises(plan.PlanError, match="no NVIDIA GPU"):
+        plan.plan_cells(config, REPO, has_gpu=lambda: False)

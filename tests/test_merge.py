@@ -18,15 +18,17 @@ def cell_rows(framework, mode, model, method, scale, status_of=None):
     for batch, length in POINTS:
         row = contract.empty_row()
         row.update(era="current", device="cpu", framework=framework, mode=mode,
-                   task="inference", model=model, batch_size=batch, seq_len=length,
-                   method=method, cpu_model="Test CPU", threads=2,
+                   precision="fp32", task="inference", model=model, batch_size=batch,
+                   seq_len=length, method=method, cpu_model="Test CPU", threads=2,
+                   cpu_flags="avx2,fma,avx", cpu_max_mhz=2000.0,
                    framework_version="9.9", python="3.11.7")
         status = (status_of or {}).get((batch, length), "ok")
         row["status"] = status
         if status == "ok":
             samples = [scale * batch * length / 3.0 + i / 7.0 for i in range(5)]
             row.update(samples=samples, n_samples=5, median=samples[2],
-                       mean=sum(samples) / 5.0 + 0.001, min=samples[0], max=samples[-1])
+                       mean=sum(samples) / 5.0 + 0.001, min=samples[0], max=samples[-1],
+                       achieved_gflops=16.0 * batch)
         else:
             row["message"] = "RuntimeError: injected"
         rows.append(row)
@@ -42,6 +44,7 @@ def shards(tmp_path):
         ("pytorch", "eager", "bert", "duel", 3.0, {(2, 8): "skipped"}),
         ("tensorflow", "eager", "bert", "duel", 4.0, None),
         ("pytorch", "eager", "distilgpt2", "hf2019", 5.0, None),
+        ("pytorch", "torchscript", "gpt2", "duel", 0.5, {(1, 64): "error"}),
     ]
     for index, spec in enumerate(specs):
         path = str(tmp_path / ("shard-%d.parquet" % index))
@@ -52,7 +55,7 @@ def shards(tmp_path):
 
 def test_merged_table_holds_every_row_of_every_shard(shards, tmp_path):
     frame = summary.read_shards(shards)
-    assert len(frame) == 5 * len(POINTS)
+    assert len(frame) == 6 * len(POINTS)
     assert list(frame.columns) == contract.NAMES
     summary.write_outputs(frame, str(tmp_path / "s.parquet"), str(tmp_path / "s.csv"))
     back = pq.read_table(str(tmp_path / "s.parquet")).to_pandas()
@@ -66,10 +69,11 @@ def test_merged_table_holds_every_row_of_every_shard(shards, tmp_path):
 def test_a_shard_missing_a_newer_column_is_read_with_nulls(tmp_path):
     path = str(tmp_path / "old.parquet")
     shard.write_shard(cell_rows("pytorch", "eager", "gpt2", "duel", 1.0), path)
-    table = pq.read_table(path).drop(["p90"])
+    table = pq.read_table(path).drop(["p90", "precision"])
     pq.write_table(table, path)
     frame = summary.read_shards([path])
     assert frame["p90"].isna().all() and list(frame.columns) == contract.NAMES
+    assert (frame["precision"] == "fp32").all()  # points from before precisions were fp32
 
 
 def sheet_rows(workbook, name):
@@ -83,19 +87,20 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     workbook = openpyxl.load_workbook(path)
     assert workbook.sheetnames == [
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
-        "current cpu PT eager hf2019", "ratio PT-TF", "GFLOP per s", "cross-era", "historical 2019", "environment"]
+        "current cpu PT eager hf2019", "current cpu PT jit duel", "ratio PT-TF", "mode speed-up",
+        "GFLOP per s", "cross-era", "historical 2019", "environment"]
 
     long_rows = sheet_rows(workbook, "long")
     assert long_rows[0][: len(contract.NAMES)] == contract.NAMES
     by_key = {}
     for row in long_rows[1:]:
         record = dict(zip(long_rows[0], row))
-        by_key[(record["framework"], record["model"], record["method"], record["batch_size"],
-                record["seq_len"])] = record
+        by_key[(record["framework"], record["mode"], record["model"], record["method"],
+                record["batch_size"], record["seq_len"])] = record
     for source in shards:
         for row in pq.read_table(source).to_pylist():
-            record = by_key[(row["framework"], row["model"], row["method"], row["batch_size"],
-                             row["seq_len"])]
+            record = by_key[(row["framework"], row["mode"], row["model"], row["method"],
+                             row["batch_size"], row["seq_len"])]
             assert record["status"] == row["status"]
             assert record["median"] == row["median"]  # to the last digit stored
             assert record["mean"] == row["mean"]
@@ -118,8 +123,22 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     assert bert[1] == pt_bert[0]["median"] / tf_bert[0]["median"]
     assert bert[3] == "N/A"  # PyTorch point skipped
 
+    speedups = sheet_rows(workbook, "mode speed-up")
+    assert "pytorch torchscript over eager, fp32" in speedups[2][0]
+    assert speedups[3] == ["model", "1x8", "1x64", "2x8"]
+    eager, traced = (pq.read_table(shards[i]).to_pylist() for i in (0, 5))
+    assert speedups[4] == ["gpt2", eager[0]["median"] / traced[0]["median"], "N/A",
+                           eager[2]["median"] / traced[2]["median"]]
+
+    gflops = sheet_rows(workbook, "GFLOP per s")
+    # 2 threads x 2.0 GHz x 32 FLOP/cycle (AVX2 + FMA)
+    assert gflops[3][0].startswith("nominal peak: 128.0 GFLOP/s (2 threads x 2.00 GHz x 32")
+    assert gflops[5][:2] == ["gpt2", 16.0]
+    percent = gflops.index(["% of nominal peak"] + [None] * (len(gflops[5]) - 1))
+    assert gflops[percent + 2][:2] == ["gpt2", 12.5]
+
     environment = sheet_rows(workbook, "environment")
-    assert len([row for row in environment[1:] if any(row)]) == 5  # one row per cell
+    assert len([row for row in environment[1:] if any(row)]) == 6  # one row per cell
 
 
 def era_shards(tmp_path):

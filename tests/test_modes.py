@@ -8,16 +8,18 @@ import pyarrow.parquet as pq
 from conftest import MODELS, QUICK, SCRIPTS, snakemake, write_config
 
 
-def test_graph_modes_run_or_skip_with_their_reason_in_each_era(tmp_path, models_dir):
+def test_graph_modes_and_precisions_run_or_skip_with_their_reason_in_each_era(tmp_path,
+                                                                            models_dir):
     config = write_config(tmp_path, models_dir=models_dir, eras=["hf2019", "current"],
                           models=["tiny-bert-16pos"], batch_sizes=[1], sequence_lengths=[8],
                           modes={"pytorch": ["torchscript", "compile"],
                                  "tensorflow": ["xla"]},
-                          method="duel", **QUICK)
+                          precisions=["fp32", "bf16"], method="duel", **QUICK)
     snakemake(tmp_path, "--cores", "all", "--configfile", config)
     rows = pq.read_table(os.path.join(str(tmp_path), "results", "summary.parquet")).to_pylist()
-    by = {(r["era"], r["mode"]): r for r in rows}
-    assert len(by) == 6
+    low = {(r["era"], r["mode"]): r for r in rows if r["precision"] == "bf16"}
+    by = {(r["era"], r["mode"]): r for r in rows if r["precision"] == "fp32"}
+    assert len(by) == 6 and len(low) == 6
     for era, mode in (("current", "torchscript"), ("current", "compile"), ("current", "xla"),
                       ("hf2019", "torchscript")):
         row = by[(era, mode)]
@@ -32,6 +34,14 @@ def test_graph_modes_run_or_skip_with_their_reason_in_each_era(tmp_path, models_
     assert "torch.compile does not exist in torch 1.3.0" in by[("hf2019", "compile")]["message"]
     assert by[("hf2019", "xla")]["status"] == "skipped"
     assert "GPUs only" in by[("hf2019", "xla")]["message"]
+    # bf16 runs in today's stack in every mode, within its tolerance; 2019's had no bf16
+    for mode in ("torchscript", "compile", "xla"):
+        row = low[("current", mode)]
+        assert row["status"] == "ok", row["message"]
+        assert 1e-4 < row["max_abs_diff"] < row["diff_tolerance"]
+    assert "torch 1.3.0 has no autocast" in low[("hf2019", "torchscript")]["message"]
+    assert "has no Keras mixed-precision policy" in low[("hf2019", "xla")]["message"] or \
+        "GPUs only" in low[("hf2019", "xla")]["message"]
 
 
 def test_transfo_xl_is_not_traced_and_not_even_built(tmp_path):

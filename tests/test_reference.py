@@ -29,11 +29,11 @@ def reference(tmp_path_factory):
     return folder
 
 
-def run_cell(tmp_path, reference_dir, framework, mode):
-    output = str(tmp_path / ("%s-%s.parquet" % (framework, mode)))
+def run_cell(tmp_path, reference_dir, framework, mode, precision="fp32"):
+    output = str(tmp_path / ("%s-%s-%s.parquet" % (framework, mode, precision)))
     run_script("run_cell.py", "--framework", framework, "--mode", mode, "--model-config", TINY,
-               "--batch-sizes", "2", "--sequence-lengths", "8", "--min-time-s", "0.02",
-               "--reference-dir", reference_dir, "--output", output)
+               "--precision", precision, "--batch-sizes", "2", "--sequence-lengths", "8",
+               "--min-time-s", "0.02", "--reference-dir", reference_dir, "--output", output)
     (row,) = pq.read_table(output).to_pylist()
     return row
 
@@ -54,6 +54,18 @@ def test_every_framework_computes_the_same_thing_on_the_shared_weights(tmp_path,
     row = run_cell(tmp_path, reference, framework, mode)
     assert row["status"] == "ok", row["message"]
     assert row["max_abs_diff"] < 1e-5 < row["diff_tolerance"]
+
+
+@pytest.mark.parametrize("framework, mode, precision", [("pytorch", "eager", "bf16"),
+                                                        ("pytorch", "torchscript", "fp16"),
+                                                        ("tensorflow", "function", "fp16")])
+def test_mixed_precision_really_runs_and_stays_within_its_tolerance(tmp_path, reference,
+                                                                     framework, mode, precision):
+    row = run_cell(tmp_path, reference, framework, mode, precision)
+    assert row["status"] == "ok", row["message"]
+    assert row["precision"] == precision
+    # far from fp32's agreement (so the low precision really ran), within its own tolerance
+    assert 1e-4 < row["max_abs_diff"] < row["diff_tolerance"]
 
 
 def test_a_different_output_fails_the_point_loudly_and_keeps_its_times(tmp_path, reference):

@@ -5,6 +5,9 @@
   XLM ``n_words``. ``from_dict`` exists in both; the key is renamed for 2.1.1 here.
 - Model outputs: 4.x returns ModelOutput objects, 2.1.1 returns tuples; ``last_hidden_state``
   reads either.
+- Keras: 4.x's TensorFlow models use the Keras transformers picked (``tf_keras`` with
+  ``TF_USE_LEGACY_KERAS=1``), 2.1.1's use ``tf.keras``; a mixed-precision policy must be set on
+  that one. ``keras_policy_setter`` finds it (None where Keras has no policies: TF before 2.4).
 - Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
   ``transformers.models.deprecated`` but stays importable from the top level.
 
@@ -54,3 +57,12 @@ def last_hidden_state(outputs):
     """The final hidden state from a model's outputs (ModelOutput in 4.x, tuple in 2.1.1)."""
     state = getattr(outputs, "last_hidden_state", None)
     return outputs[0] if state is None else state
+
+
+def keras_policy_setter():
+    """``set_global_policy`` of the Keras that transformers' TensorFlow models are built with,
+    or None where that Keras has no mixed-precision policies (TensorFlow 2.0)."""
+    keras = getattr(importlib.import_module("transformers.modeling_tf_utils"), "keras", None)
+    if keras is None:
+        keras = importlib.import_module("tensorflow").keras
+    return getattr(getattr(keras, "mixed_precision", None), "set_global_policy", None)

@@ -11,6 +11,7 @@ IDENTITY = [
     ("device", pa.string()),
     ("framework", pa.string()),
     ("mode", pa.string()),
+    ("precision", pa.string()),  # fp32, fp16, bf16 (adapters/base.py: how each is run)
     ("task", pa.string()),
     ("model", pa.string()),
     ("batch_size", pa.int64()),
@@ -40,7 +41,8 @@ TIMING = [
 MEMORY = [
     ("peak_host_rss_mb", pa.float64()),
     ("peak_host_rss_method", pa.string()),
-    ("peak_device_mb", pa.float64()),
+    ("peak_device_mb", pa.float64()),  # the framework allocator's peak, reset per point
+    ("peak_device_method", pa.string()),
 ]
 CHECK = [
     ("max_abs_diff", pa.float64()),  # |final hidden state - PyTorch eager reference|, max
@@ -59,7 +61,10 @@ ENVIRONMENT = [
     ("cuda", pa.string()),
     ("cudnn", pa.string()),
     ("device_name", pa.string()),
+    ("gpu_driver", pa.string()),
     ("cpu_model", pa.string()),
+    ("cpu_flags", pa.string()),  # the vector extensions that set the CPU's peak FLOP/s
+    ("cpu_max_mhz", pa.float64()),
     ("logical_cpus", pa.int64()),
     ("threads", pa.int64()),
     ("hostname", pa.string()),

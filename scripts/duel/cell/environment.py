@@ -15,16 +15,62 @@ import pyarrow as pa
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def cpu_model():
-    """The CPU's model name from /proc/cpuinfo, or what ``platform`` knows elsewhere."""
+# The /proc/cpuinfo flags that decide how many floating-point operations a core does per cycle.
+VECTOR_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16", "avx2", "fma", "avx", "neon", "asimd")
+
+
+def _cpuinfo_fields():
+    """The first processor's fields of /proc/cpuinfo (lower-case keys), empty elsewhere."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    if fields:
+                        break
+                    continue
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip().lower(), value.strip())
     except (IOError, OSError):
         pass
-    return platform.processor() or platform.machine()
+    return fields
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo, or what ``platform`` knows elsewhere."""
+    return _cpuinfo_fields().get("model name") or platform.processor() or platform.machine()
+
+
+def cpu_flags():
+    """The CPU's vector extensions among VECTOR_FLAGS, comma-separated ('' if none known)."""
+    flags = set((_cpuinfo_fields().get("flags") or _cpuinfo_fields().get("features", "")).split())
+    return ",".join(flag for flag in VECTOR_FLAGS if flag in flags)
+
+
+def cpu_max_mhz():
+    """The CPU's highest clock (cpufreq's maximum; else the MHz /proc/cpuinfo reports)."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as handle:
+            return int(handle.read().strip()) / 1000.0
+    except (IOError, OSError, ValueError):
+        pass
+    try:
+        return float(_cpuinfo_fields().get("cpu mhz"))
+    except (TypeError, ValueError):
+        return None
+
+
+def nvidia_smi(field):
+    """One ``nvidia-smi --query-gpu`` field of the first GPU, or None without a GPU."""
+    try:
+        output = subprocess.check_output(
+            ("nvidia-smi", "--query-gpu=" + field, "--format=csv,noheader"),
+            stderr=subprocess.DEVNULL, timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = output.decode().strip().splitlines()
+    return lines[0].strip() if lines else None
 
 
 def usable_cpus():
@@ -62,6 +108,9 @@ def host_columns(threads, runner, image, image_digest, config_sha256, seed, star
         "numpy_version": np.__version__,
         "pyarrow_version": pa.__version__,
         "cpu_model": cpu_model(),
+        "cpu_flags": cpu_flags(),
+        "cpu_max_mhz": cpu_max_mhz(),
+        "gpu_driver": nvidia_smi("driver_version"),
         "logical_cpus": os.cpu_count(),
         "threads": threads,
         "hostname": socket.gethostname(),

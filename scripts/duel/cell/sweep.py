@@ -18,7 +18,7 @@ from .memory import PeakRssProbe
 
 Point = namedtuple("Point", "batch_size seq_len method")
 
-CellSpec = namedtuple("CellSpec", "era device framework mode task model")
+CellSpec = namedtuple("CellSpec", "era device framework mode precision task model")
 
 
 def plan_points(batch_sizes, sequence_lengths, methods):
@@ -52,12 +52,14 @@ def check_output(adapter, call, method, reference_dir, seq_len):
         hidden = adapter.to_numpy(adapter.last_hidden_state(call()))
     return {
         "max_abs_diff": reference.max_abs_difference(hidden, expected),
-        "diff_tolerance": reference.tolerance(expected),
+        "diff_tolerance": reference.tolerance(expected, adapter.precision),
     }
 
 
 def measure(adapter, spec, point, seed, settings):
-    """Time one point and measure its peak host memory; returns those columns and the call."""
+    """Time one point and measure its peak host and device memory; returns those columns and
+    the call."""
+    adapter.reset_device_peak()
     probe = PeakRssProbe().start()
     began = time.perf_counter()
     inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, seed))
@@ -74,6 +76,8 @@ def measure(adapter, spec, point, seed, settings):
     columns["setup_s"] = setup_s
     columns["peak_host_rss_mb"] = probe.peak_mib()
     columns["peak_host_rss_method"] = probe.method
+    columns["peak_device_mb"] = adapter.device_peak_mib()
+    columns["peak_device_method"] = adapter.device_peak_method
     return columns, call
 
 

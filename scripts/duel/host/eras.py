@@ -25,6 +25,13 @@ import subprocess
 import sys
 
 NATIVE_ERA = "current"
+NATIVE_DEVICE = "cpu"
+
+
+def is_native(era, device):
+    """Whether cells of ``era`` on ``device`` run in the workflow's own environment (today's CPU
+    stack, envs/current-cpu.txt); every other era and device gets a built environment."""
+    return era == NATIVE_ERA and device == NATIVE_DEVICE
 MARKER = "duel-env.json"
 REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
 

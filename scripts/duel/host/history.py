@@ -24,11 +24,11 @@ PUBLISHED_2019 = [
 ]
 POINTS_2019 = 4 * 6  # batch 1, 2, 4, 8 x lengths 8 ... 1024, per model
 SOURCE_2019 = "Hugging Face benchmark, October 2019 (torch 1.3, TensorFlow 2.0), published"
-GROUP = ["era", "device", "framework", "mode", "task", "method"]
+GROUP = summary.TABLE_KEYS
 
 
 def run_aggregates(frame):
-    """Per era x device x framework x mode x task x method: the 2019 aggregate of this run.
+    """Per era x device x framework x mode x precision x task x method: the 2019 aggregate.
 
     ``mean_s`` is the 2019 aggregation (mean of every ok point's reported time over all models);
     ``median_s`` the robust counterpart; ``ok_points`` of ``points`` show the coverage.
@@ -55,7 +55,8 @@ def run_aggregates(frame):
 def historical_table(frame):
     """The published 2019 averages followed by this run's, one row each, clearly labelled."""
     published = pd.DataFrame([
-        dict(era="hf2019", device=device, framework=framework, mode=mode, task="inference",
+        dict(era="hf2019", device=device, framework=framework, mode=mode, precision="fp32",
+             task="inference",
              method="hf2019", source=SOURCE_2019, hardware=HARDWARE_2019[device], mean_s=mean_s,
              median_s=None, ok_points=None, points=10 * POINTS_2019, models=10)
         for device, framework, mode, mean_s in PUBLISHED_2019
@@ -63,29 +64,14 @@ def historical_table(frame):
     return pd.concat([published, run_aggregates(frame)], ignore_index=True)
 
 
-def cross_era(frame, old="hf2019", new="current"):
-    """Same cell and point in two eras: rows with both reported times and new/old ratio."""
-    frame = summary.with_reported(frame)
-    keys = ["device", "framework", "mode", "task", "method", "model", "batch_size", "seq_len",
-            "point"]
-    before = frame[frame["era"] == old][keys + ["reported_ms", "framework_version"]]
-    after = frame[frame["era"] == new][keys + ["reported_ms", "framework_version"]]
-    merged = before.merge(after, on=keys, suffixes=("_" + old, "_" + new))
-    ratios = []
-    for a, b in zip(merged["reported_ms_" + old], merged["reported_ms_" + new]):
-        a = None if pd.isna(a) else float(a)
-        b = None if pd.isna(b) else float(b)
-        ratios.append(b / a if a and b is not None else None)
-    merged["ratio"] = ratios
-    return merged
-
-
-def csv_2019_name(era, device, framework, mode, task, method):
+def csv_2019_name(era, device, framework, mode, precision, task, method):
+    """E.g. 'hf2019_cpu_pytorch_eager_inference_hf2019.csv' (the precision named unless fp32)."""
+    mode = mode if precision == "fp32" else "%s_%s" % (mode, precision)
     return "%s_%s_%s_%s_%s_%s.csv" % (era, device, framework, mode, task, method)
 
 
 def write_2019_csvs(frame, folder):
-    """One CSV per era x device x framework x mode x task x method in the 2019 script's layout.
+    """One CSV per table (summary.TABLE_KEYS) in the 2019 script's layout.
 
     Header ``model,1x8,...`` (batch x length), a row per model, seconds per call as the shard
     stores them divided by 1000, ``N/A`` where the point is not ok, as 2019 wrote it.

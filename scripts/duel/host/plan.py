@@ -13,9 +13,11 @@ from collections import namedtuple
 
 from . import eras as era_envs
 
-Cell = namedtuple("Cell", "era device framework mode task model")
+Cell = namedtuple("Cell", "era device framework mode precision task model")
 
-SHARD_PATTERN = "results/shards/{era}/{device}/{framework}/{mode}/{task}/{model}.parquet"
+SHARD_PATTERN = (
+    "results/shards/{era}/{device}/{framework}/{mode}/{precision}/{task}/{model}.parquet"
+)
 
 
 class PlanError(ValueError):
@@ -103,7 +105,7 @@ def check_eras(config, checkout, log=sys.stderr):
         for device in config["devices"]:
             try:
                 lock = era_envs.lock_file(checkout, era, device)
-                if era == era_envs.NATIVE_ERA:
+                if era_envs.is_native(era, device):
                     continue
                 prefix = era_envs.env_prefix(envs_dir, era, device)
                 reason = era_envs.discard_if_stale(prefix, lock)
@@ -120,15 +122,14 @@ def gpu_present():
     return shutil.which("nvidia-smi") is not None and os.path.exists("/dev/nvidiactl")
 
 
-def check_devices(devices):
-    if "cuda" in devices:
-        reason = (
-            "cuda cells are not implemented yet"
-            if gpu_present()
-            else "this machine has no NVIDIA GPU (no nvidia-smi / /dev/nvidiactl)"
-        )
+def check_devices(devices, has_gpu=gpu_present):
+    """cuda cells only where an NVIDIA GPU answers (the cells then check that their framework
+    build sees it too, and fail loudly if not)."""
+    if "cuda" in devices and not has_gpu():
         raise PlanError(
-            "config key 'devices': device 'cuda' cannot run here: %s. Use devices: [cpu]." % reason
+            "config key 'devices': device 'cuda' cannot run here: this machine has no NVIDIA "
+            "GPU (no nvidia-smi / /dev/nvidiactl). Use devices: [cpu], or run the cuda cells "
+            "on a GPU machine (the SLURM profile can send them to one)."
         )
 
 
@@ -141,18 +142,19 @@ def check_modes(frameworks, modes):
             )
 
 
-def plan_cells(config, checkout):
+def plan_cells(config, checkout, has_gpu=gpu_present):
     """Every cell of the config, in a stable order; raises PlanError for what cannot run."""
-    check_devices(config["devices"])
+    check_devices(config["devices"], has_gpu)
     check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))
     return [
-        Cell(era, device, framework, mode, task, model)
+        Cell(era, device, framework, mode, precision, task, model)
         for era in config["eras"]
         for device in config["devices"]
         for framework in config["frameworks"]
         for mode in config["modes"][framework]
+        for precision in config.get("precisions", ["fp32"])
         for task in config.get("tasks", ["inference"])
         for model in config["models"]
     ]

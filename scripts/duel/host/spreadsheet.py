@@ -3,10 +3,12 @@
 Sheets:
 - ``about``: what each sheet holds, its unit, and how the values were computed.
 - ``long``: every contract column of every point (milliseconds; samples as JSON text).
-- one sheet per era x device x framework x mode x task x method in the 2019 layout: a row per
-  model, a column per point ``BxL`` (batch x length), seconds per call, N/A where not ok.
+- one sheet per era x device x framework x mode x precision x task x method in the 2019
+  layout: a row per model, a column per point ``BxL`` (batch x length), seconds per call, N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
-- ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time).
+- ``mode speed-up``: eager time / mode time per framework (> 1: the mode is faster).
+- ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time), with the
+  hardware's nominal peak and the share of it (peaks.py).
 - ``cross-era``: current time / hf2019 time for the same cell and point (< 1: today faster).
 - ``historical 2019``: the published 2019 all-model averages beside the same aggregate of
   this run, each with the hardware it was measured on.
@@ -18,8 +20,9 @@ import contextlib
 import openpyxl.cell._writer
 from openpyxl import Workbook
 from openpyxl.styles import Font
+import pandas as pd
 
-from . import history, summary
+from . import comparisons, history, summary
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
@@ -56,9 +59,11 @@ def _widen_first_column(sheet, width=28):
     sheet.column_dimensions["A"].width = width
 
 
-def layout_sheet_name(era, device, framework, mode, task, method, taken):
+def layout_sheet_name(era, device, framework, mode, precision, task, method, taken):
     """A short unique sheet name, e.g. 'current cpu TF func duel' (31 characters at most)."""
     parts = [era, device, FRAMEWORK_SHORT.get(framework, framework), MODE_SHORT.get(mode, mode)]
+    if precision != "fp32":
+        parts.append(precision)
     if task != "inference":
         parts.append(task)
     parts.append(method)
@@ -67,6 +72,14 @@ def layout_sheet_name(era, device, framework, mode, task, method, taken):
         name = "%s #%d" % (name[: SHEET_NAME_LIMIT - 4], len(taken) + 1)
     taken.add(name)
     return name
+
+
+def table_title(values, group):
+    """E.g. 'tensorflow 2.21.0 (function, fp32), era current, inference, cpu, method duel'."""
+    keys = dict(zip(summary.TABLE_KEYS, values))
+    return "%s %s (%s, %s), era %s, %s, %s, method %s" % (
+        keys["framework"], group["framework_version"].iloc[0], keys["mode"], keys["precision"],
+        keys["era"], keys["task"], keys["device"], keys["method"])
 
 
 def _write_table(sheet, group, points, column, number_format, scale=1.0):
@@ -94,44 +107,25 @@ def write_long(workbook, frame):
 
 
 def write_layouts(workbook, frame, points, taken):
-    """One 2019-layout sheet per era x device x framework x mode x task x method."""
-    keys = ["era", "device", "framework", "mode", "task", "method"]
-    for values, group in frame.groupby(keys, sort=False):
-        era, device, framework, mode, task, method = values
+    """One 2019-layout sheet per table (era x device x framework x mode x precision x task x
+    method)."""
+    for values, group in frame.groupby(summary.TABLE_KEYS, sort=False):
         sheet = workbook.create_sheet(layout_sheet_name(*values, taken=taken))
-        _append(
-            sheet,
-            ["%s %s (%s), era %s, %s, %s, method %s"
-             % (framework, group["framework_version"].iloc[0], mode, era, task, device, method)],
-            bold=True,
-        )
-        _append(sheet, ["%s; %s" % (_unit_note(method), summary.hardware(group))])
+        _append(sheet, [table_title(values, group)], bold=True)
+        _append(sheet, ["%s; %s" % (_unit_note(values[-1]), summary.hardware(group))])
         _write_table(sheet, group, points, "reported_ms", SECONDS_FORMAT, scale=1000.0)
-
-
-def ratio_frame(frame):
-    """Rows (era, device, task, method, pytorch mode, tensorflow mode, model, point, ratio)."""
-    keys = ["era", "device", "task", "method", "model", "point"]
-    pytorch = frame[frame["framework"] == "pytorch"]
-    tensorflow = frame[frame["framework"] == "tensorflow"]
-    merged = pytorch.merge(tensorflow, on=keys, suffixes=("_pt", "_tf"))
-    ratios = []
-    for _, row in merged.iterrows():
-        pt, tf = _cell_value(row["reported_ms_pt"]), _cell_value(row["reported_ms_tf"])
-        ratios.append(pt / tf if pt is not None and tf is not None and tf > 0 else None)
-    merged["ratio"] = ratios
-    return merged[keys[:4] + ["mode_pt", "mode_tf", "model", "point", "ratio"]]
 
 
 def write_ratios(workbook, frame, points):
     sheet = workbook.create_sheet("ratio PT-TF")
-    _append(sheet, ["PyTorch time / TensorFlow time per point, same era, device, task, method "
-                    "and input (> 1: PyTorch slower); N/A where either point is not ok"], bold=True)
-    ratios = ratio_frame(frame)
-    blocks = ["era", "device", "task", "method", "mode_pt", "mode_tf"]
+    _append(sheet, ["PyTorch time / TensorFlow time per point, same era, device, precision, "
+                    "task, method and input (> 1: PyTorch slower); N/A where either point is "
+                    "not ok"], bold=True)
+    ratios = comparisons.framework_ratios(frame)
+    blocks = ["era", "device", "precision", "task", "method", "mode_pytorch", "mode_tensorflow"]
     for values, group in ratios.groupby(blocks, sort=False):
         _append(sheet, [])
-        _append(sheet, ["%s %s %s, method %s: PyTorch %s / TensorFlow %s" % values], bold=True)
+        _append(sheet, ["%s %s %s %s, method %s: PyTorch %s / TensorFlow %s" % values], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
 
 
@@ -139,13 +133,35 @@ def write_gflops(workbook, frame, points):
     sheet = workbook.create_sheet("GFLOP per s")
     _append(sheet, ["Achieved GFLOP/s per point: analytic forward FLOPs (matrix products, "
                     "scripts/duel/cell/flops.py) / the reported time per call"], bold=True)
-    keys = ["era", "device", "framework", "mode", "task", "method"]
-    for values, group in frame.groupby(keys, sort=False):
+    for values, group in frame.groupby(summary.TABLE_KEYS, sort=False):
         _append(sheet, [])
-        _append(sheet, ["%s %s (%s), era %s, %s, %s, method %s; %s" % (
-            values[2], group["framework_version"].iloc[0], values[3], values[0], values[4],
-            values[1], values[5], summary.hardware(group))], bold=True)
+        _append(sheet, ["%s; %s" % (table_title(values, group), summary.hardware(group))],
+                bold=True)
+        peak, source = group["peak_gflops"].iloc[0], group["peak_source"].iloc[0]
+        _append(sheet, ["nominal peak: %s GFLOP/s (%s)"
+                        % ("unknown" if pd.isna(peak) else "%.1f" % peak, source)])
         _write_table(sheet, group, points, "achieved_gflops", GFLOPS_FORMAT)
+        if not pd.isna(peak):
+            _append(sheet, ["% of nominal peak"], bold=True)
+            _write_table(sheet, group, points, "percent_of_peak", GFLOPS_FORMAT)
+
+
+def write_mode_speedups(workbook, frame, points):
+    sheet = workbook.create_sheet("mode speed-up")
+    _append(sheet, ["Speed-up of each mode over eager: eager time / mode time per point, same "
+                    "framework, era, device, precision, task, method and input (> 1: the mode "
+                    "is faster); N/A where either point is not ok"], bold=True)
+    speedups = comparisons.mode_speedups(frame)
+    if speedups.empty:
+        _append(sheet, ["(this run has no mode besides eager next to an eager cell)"])
+    blocks = [key for key in summary.TABLE_KEYS if key != "mode"] + ["mode"]
+    for values, group in speedups.groupby(blocks, sort=False):
+        keys = dict(zip(blocks, values))
+        _append(sheet, [])
+        _append(sheet, ["%s %s over eager, %s, era %s, %s, %s, method %s" % (
+            keys["framework"], keys["mode"], keys["precision"], keys["era"], keys["task"],
+            keys["device"], keys["method"])], bold=True)
+        _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
 
 
 def write_cross_era(workbook, frame, points):
@@ -153,17 +169,18 @@ def write_cross_era(workbook, frame, points):
     _append(sheet, ["Era current time / era hf2019 time, same device, framework, mode, task, "
                     "method, model and point (< 1: today's stack faster); N/A where either "
                     "point is not ok"], bold=True)
-    pairs = history.cross_era(frame)
+    pairs = comparisons.cross_era(frame)
     if pairs.empty:
         _append(sheet, ["(this run has no cell in both eras)"])
-    blocks = ["device", "framework", "mode", "task", "method"]
+    blocks = ["device", "framework", "mode", "precision", "task", "method"]
     for values, group in pairs.groupby(blocks, sort=False):
+        keys = dict(zip(blocks, values))
         versions = (group["framework_version_hf2019"].iloc[0],
                     group["framework_version_current"].iloc[0])
         _append(sheet, [])
-        _append(sheet, ["%s %s %s %s, method %s: %s %s / %s" % (
-            values[1], values[2], values[3], values[0], values[4], values[1], versions[1],
-            versions[0])], bold=True)
+        _append(sheet, ["%s %s %s %s %s, method %s: %s %s / %s" % (
+            keys["framework"], keys["mode"], keys["precision"], keys["task"], keys["device"],
+            keys["method"], keys["framework"], versions[1], versions[0])], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
 
 
@@ -174,8 +191,7 @@ def write_historical(workbook, frame):
                     "on other hardware: compare methods and ratios, not absolute times."],
             bold=True)
     table = history.historical_table(frame)
-    columns = ["source", "hardware", "era", "device", "framework", "mode", "task", "method",
-               "mean_s", "median_s", "ok_points", "points", "models"]
+    columns = ["source", "hardware"] + summary.TABLE_KEYS + ["mean_s", "median_s", "ok_points", "points", "models"]
     _append(sheet, columns, bold=True)
     for row in table[columns].itertuples(index=False):
         _append(sheet, row, number_format=SECONDS_FORMAT)
@@ -199,7 +215,9 @@ def write_about(sheet, sheet_names):
         ["layout sheets", "2019 layout: a row per model, a column per batch x length; seconds "
                           "per call (duel: median; hf2019: mean, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
-        ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time)"],
+        ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],
+        ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "
+                        "share of the hardware's nominal peak where known"],
         ["cross-era", "era current / era hf2019 time per point (< 1: today faster)"],
         ["historical 2019", "the 2019 published averages beside this run's, with hardware"],
         ["environment", "what produced each cell's numbers"],
@@ -244,6 +262,7 @@ def write_workbook(frame, path):
     write_long(workbook, frame)
     write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
+    write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
     write_historical(workbook, frame)

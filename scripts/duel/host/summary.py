@@ -1,7 +1,9 @@
 """Read every shard of a run into one table, and derive what the reports show.
 
 Only the data contract (duel.cell.contract) is read; a shard written before a column existed
-gets that column as nulls (the place for a migration if a column is ever renamed).
+gets that column as nulls, or as the value it implicitly had (MIGRATED_DEFAULTS: points from
+before the precision dimension were fp32); this is the place for a migration if a column is ever
+renamed.
 """
 import json
 
@@ -11,8 +13,13 @@ import pyarrow.parquet as pq
 
 from duel.cell import contract
 
+from . import peaks as peaks_module
+
 IDENTITY = [name for name, _ in contract.IDENTITY]
-CELL_KEYS = ["era", "device", "framework", "mode", "task", "model"]
+CELL_KEYS = ["era", "device", "framework", "mode", "precision", "task", "model"]
+# The keys of one table of results: a cell without its model, plus the timing method.
+TABLE_KEYS = ["era", "device", "framework", "mode", "precision", "task", "method"]
+MIGRATED_DEFAULTS = {"precision": "fp32"}
 ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
 
 
@@ -21,7 +28,11 @@ def read_shard(path):
     table = pq.read_table(path)
     columns = []
     for name, kind in contract.COLUMNS:
-        if name in table.column_names:
+        if name in MIGRATED_DEFAULTS:
+            present = table.column(name) if name in table.column_names else pa.nulls(
+                table.num_rows, type=kind)
+            columns.append(present.cast(kind).fill_null(MIGRATED_DEFAULTS[name]))
+        elif name in table.column_names:
             columns.append(table.column(name).cast(kind))
         else:
             columns.append(pa.nulls(table.num_rows, type=kind))
@@ -51,7 +62,9 @@ def reported_ms(row):
 
 
 def with_reported(frame):
-    """The frame plus ``reported_ms`` (see reported_ms) and ``point`` ('BxL', e.g. '2x128').
+    """The frame plus ``reported_ms`` (see reported_ms), ``point`` ('BxL', e.g. '2x128'), and
+    the hardware's nominal ``peak_gflops`` (with ``peak_source``, see peaks.py) and
+    ``percent_of_peak`` (achieved GFLOP/s as a share of it).
 
     A frame that has them already is returned as it is: the spreadsheet derives them once and
     hands that frame on to the history tables.
@@ -62,6 +75,13 @@ def with_reported(frame):
     frame["reported_ms"] = [reported_ms(row) for _, row in frame.iterrows()]
     frame["point"] = [
         "%dx%d" % (batch, length) for batch, length in zip(frame["batch_size"], frame["seq_len"])
+    ]
+    peaks = [peaks_module.peak_gflops(row) for _, row in frame.iterrows()]
+    frame["peak_gflops"] = [peak for peak, _ in peaks]
+    frame["peak_source"] = [source for _, source in peaks]
+    frame["percent_of_peak"] = [
+        None if peak is None or pd.isna(achieved) else 100.0 * float(achieved) / peak
+        for (peak, _), achieved in zip(peaks, frame["achieved_gflops"])
     ]
     return frame
 

@@ -4,20 +4,24 @@ An adapter owns everything framework-specific about a cell: thread settings, bui
 from its spec with seeded weights, turning token ids into the framework's tensor, the call that
 one timed sample makes, the device barrier, and telling an out-of-memory error from another.
 The timing core, the memory probe and the shard writer never see a framework.
+
+Devices: ``cpu`` and ``cuda`` (the first GPU). A cuda cell synchronises the device before every
+clock read of the ``duel`` method (``synchronise``), and measures the framework allocator's peak
+per point (``reset_device_peak`` / ``device_peak_mib``); ``hf2019`` never synchronises, as in 2019.
+Precisions: ``fp32`` (default), ``fp16`` and ``bf16`` as mixed precision, each framework's own way
+(PyTorch autocast, Keras mixed-precision policies; the 2019 stack's switches where it had them);
+what a framework, era or device cannot run is a skipped cell with the reason.
 """
+import contextlib
 import gc
 
 from .. import compat
 
 
-class _NoContext(object):
-    """A context that does nothing (contextlib.nullcontext is Python 3.7+)."""
-
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc_info):
-        return False
+def no_gpu_name(device):
+    """The device name of a cell that has no GPU to name: 'cpu', or None for a cuda cell
+    that found none (its rows are errors saying so)."""
+    return "cpu" if device == "cpu" else None
 
 
 class Adapter(object):
@@ -25,17 +29,19 @@ class Adapter(object):
 
     framework = None
     modes = ()
+    devices = ("cpu", "cuda")
+    precisions = ("fp32", "fp16", "bf16")
     out_of_memory_words = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
-    def __init__(self, mode, device, threads):
-        if mode not in self.modes:
-            raise ValueError(
-                "%s has no mode %r (modes: %s)" % (self.framework, mode, ", ".join(self.modes))
-            )
-        if device != "cpu":
-            raise ValueError("device %r is not supported by this adapter yet" % device)
+    def __init__(self, mode, device, precision, threads):
+        for kind, value, known in (("mode", mode, self.modes), ("device", device, self.devices),
+                                   ("precision", precision, self.precisions)):
+            if value not in known:
+                raise ValueError("%s has no %s %r (%ss: %s)"
+                                 % (self.framework, kind, value, kind, ", ".join(known)))
         self.mode = mode
         self.device = device
+        self.precision = precision
         self.threads = threads
         self.model = None
 
@@ -44,7 +50,20 @@ class Adapter(object):
         raise NotImplementedError
 
     def unsupported_reason(self, spec):
-        """Why this cell's mode cannot run ``spec`` in this era, or None (then it runs)."""
+        """Why this cell cannot run ``spec`` in this era, or None (then it runs)."""
+        return self.mode_unsupported(spec) or self.precision_unsupported()
+
+    def mode_unsupported(self, spec):
+        """Why this cell's mode cannot run ``spec`` in this era, or None."""
+        return None
+
+    def precision_unsupported(self):
+        """Why this cell's precision cannot run on its device in this era, or None."""
+        return None
+
+    def require_device(self):
+        """Raise unless the cell's device is there (a cuda cell on a machine or build without
+        CUDA fails loudly instead of quietly timing the CPU)."""
         return None
 
     def build(self, spec, seed, weights_dir=None):
@@ -65,12 +84,29 @@ class Adapter(object):
         raise NotImplementedError
 
     def inference_context(self, method):
-        """The context the timed calls run in (e.g. no autograd for ``duel``)."""
-        return _NoContext()
+        """The context the timed calls run in: ``contexts(method)`` entered together."""
+        stack = contextlib.ExitStack()
+        for context in self.contexts(method):
+            stack.enter_context(context)
+        return stack
+
+    def contexts(self, method):
+        """The contexts of a timed call (e.g. no autograd for ``duel``, autocast)."""
+        return []
 
     def synchronise(self):
         """Wait until the device has finished all queued work (no-op on the CPU)."""
         return None
+
+    def reset_device_peak(self):
+        """Start a new peak of device memory (no-op on the CPU)."""
+        return None
+
+    def device_peak_mib(self):
+        """The device memory peak since ``reset_device_peak`` (MiB), None on the CPU."""
+        return None
+
+    device_peak_method = None
 
     def is_out_of_memory(self, error):
         """Whether ``error`` means the point did not fit in memory."""

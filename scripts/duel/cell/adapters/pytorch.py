@@ -3,10 +3,16 @@
 ``duel`` runs the timed calls under ``torch.no_grad()`` (available in every era, so the eras stay
 comparable); ``hf2019`` calls the model in eval mode without it, as the 2019 script did.
 - ``torchscript``: the model is built with ``config.torchscript = True`` and traced with
-  ``torch.jit.trace`` on each point's input (one trace per shape, as 2019); the trace is the
-  point's ``setup_s``. Transfo-XL cannot be traced (it could not in 2019 either).
+  ``torch.jit.trace`` on each point's input (one trace per shape, as 2019), inside the same
+  contexts as the timed calls (autocast included, without its weight cache, which a trace would
+  freeze as constants); the trace is the point's ``setup_s``.
+  Transfo-XL cannot be traced (it could not in 2019 either).
 - ``compile``: ``torch.compile(model)`` once per cell (default inductor backend); compilation
   happens in each new shape's first call, so it lands in ``first_call_ms``, never in a sample.
+Precision: fp16/bf16 run under ``torch.autocast`` (weights stay fp32, matrix products in the low
+precision). torch 1.3 has no autocast; there fp16 is 2019's ``--fp16``, ``model.half()``, on CUDA.
+CUDA: ``torch.cuda.synchronize()`` is the barrier; the device peak is the caching allocator's
+``max_memory_allocated``, reset per point.
 """
 import os
 
@@ -14,40 +20,65 @@ import torch
 
 from .. import compat
 from ..models import FAMILIES
-from .base import Adapter
+from .base import Adapter, no_gpu_name
 
 NO_TRACE_FAMILIES = {
     "transfo-xl": "Transfo-XL cannot be traced with TorchScript (its memory and adaptive "
                   "embeddings are Python control flow; the 2019 study skipped it too)",
 }
+DTYPES = {"fp16": torch.float16, "bf16": getattr(torch, "bfloat16", None)}
+HAS_AUTOCAST = hasattr(torch, "autocast")
 
 
 class PyTorchAdapter(Adapter):
     framework = "pytorch"
     modes = ("eager", "torchscript", "compile")
 
-    def __init__(self, mode, device, threads):
-        super(PyTorchAdapter, self).__init__(mode, device, threads)
+    def __init__(self, mode, device, precision, threads):
+        super(PyTorchAdapter, self).__init__(mode, device, precision, threads)
         torch.set_num_threads(threads)
         self._compiled = None
+        self._half = precision == "fp16" and not HAS_AUTOCAST  # 2019's --fp16
+
+    def _cuda(self):
+        return self.device == "cuda" and torch.cuda.is_available()
 
     def environment(self):
+        cuda = self._cuda()
         return {
             "framework_version": torch.__version__,
             "transformers_version": compat.transformers_version(),
-            "cuda": None,
-            "cudnn": None,
-            "device_name": "cpu",
+            "cuda": torch.version.cuda,
+            "cudnn": str(torch.backends.cudnn.version()) if cuda else None,
+            "device_name": torch.cuda.get_device_name(0) if cuda else no_gpu_name(self.device),
         }
 
-    def unsupported_reason(self, spec):
+    def mode_unsupported(self, spec):
         if self.mode == "torchscript":
             return NO_TRACE_FAMILIES.get(spec.family)
         if self.mode == "compile" and not hasattr(torch, "compile"):
             return "torch.compile does not exist in torch %s (it came with 2.0)" % torch.__version__
         return None
 
+    def precision_unsupported(self):
+        if self.precision == "fp32":
+            return None
+        if not HAS_AUTOCAST:
+            if self.precision == "fp16" and self.device == "cuda":
+                return None
+            return ("torch %s has no autocast; its only reduced precision is model.half() "
+                    "(fp16) on CUDA" % torch.__version__)
+        if self.precision == "bf16" and self._cuda() and not torch.cuda.is_bf16_supported():
+            return "this GPU (%s) has no bf16 support" % torch.cuda.get_device_name(0)
+        return None
+
+    def require_device(self):
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device cuda asked for, but torch %s sees no CUDA device "
+                               "(built for CUDA %s)" % (torch.__version__, torch.version.cuda))
+
     def build(self, spec, seed, weights_dir=None):
+        self.require_device()
         family = FAMILIES[spec.family]
         model_class = compat.model_class(family.pytorch_class)
         torchscript = self.mode == "torchscript"
@@ -58,28 +89,63 @@ class PyTorchAdapter(Adapter):
             torch.manual_seed(seed)
             self.model = model_class(compat.build_config(
                 family.config_class, spec.family, spec.architecture, torchscript=torchscript))
+        if self._half:
+            self.model.half()
+        self.model.to(torch.device(self.device))
         self.model.eval()
         self._compiled = torch.compile(self.model) if self.mode == "compile" else None
 
     def inputs(self, token_ids):
-        return torch.tensor(token_ids, dtype=torch.long)
+        return torch.tensor(token_ids, dtype=torch.long, device=torch.device(self.device))
 
     def to_numpy(self, tensor):
-        return tensor.detach().cpu().numpy()
+        return tensor.detach().float().cpu().numpy()
 
     def call_for(self, method, inputs):
         model = self.model
         if self.mode == "torchscript":
-            if method == "hf2019":
+            with self.inference_context(method):
                 model = torch.jit.trace(model, inputs)
-            else:
-                with torch.no_grad():
-                    model = torch.jit.trace(model, inputs)
         elif self.mode == "compile":
             model = self._compiled
         return lambda: model(inputs)
 
-    def inference_context(self, method):
-        if method == "hf2019":
-            return super(PyTorchAdapter, self).inference_context(method)
-        return torch.no_grad()
+    def contexts(self, method):
+        contexts = [] if method == "hf2019" else [torch.no_grad()]
+        if self.precision != "fp32" and not self._half:
+            # A trace must not capture autocast's cached low-precision weight copies.
+            options = {"cache_enabled": False} if self.mode == "torchscript" else {}
+            contexts.append(torch.autocast(self.device, dtype=DTYPES[self.precision], **options))
+        return contexts
+
+    def synchronise(self):
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def reset_device_peak(self):
+        if self.device == "cuda":
+            reset = getattr(torch.cuda, "reset_peak_memory_stats",
+                            getattr(torch.cuda, "reset_max_memory_allocated", None))
+            reset()
+
+    def device_peak_mib(self):
+        if self.device != "cuda":
+            return None
+        return torch.cuda.max_memory_allocated() / 2.0 ** 20
+
+    @property
+    def device_peak_method(self):
+        if self.device == "cuda":
+            return "torch.cuda.max_memory_allocated, reset per point"
+        return None
+
+    def is_out_of_memory(self, error):
+        out_of_memory = getattr(torch.cuda, "OutOfMemoryError", None)
+        if out_of_memory is not None and isinstance(error, out_of_memory):
+            return True
+        return super(PyTorchAdapter, self).is_out_of_memory(error)
+
+    def release_point(self):
+        super(PyTorchAdapter, self).release_point()
+        if self._cuda():
+            torch.cuda.empty_cache()

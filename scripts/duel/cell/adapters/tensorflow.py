@@ -1,11 +1,16 @@
-"""TensorFlow adapter: eager, ``tf.function`` and XLA on the CPU.
+"""TensorFlow adapter: eager, ``tf.function`` and XLA, on the CPU or the first GPU.
 
 Mode ``function`` wraps the model call in one ``tf.function`` per cell, retraced per input shape
 (the first call of each shape traces; it is ``first_call_ms``, never a sample). The 2019 script
 always did this, so the 2019 TensorFlow figures are mode ``function`` with method ``hf2019``.
 Mode ``xla`` is the same with ``jit_compile=True`` (TensorFlow 2.5+); TensorFlow 2.0 had only
-``tf.config.optimizer.set_jit(True)``, auto-clustering for GPUs, so on a CPU it is skipped there.
+``tf.config.optimizer.set_jit(True)``, auto-clustering for GPUs: used on a GPU, skipped on a CPU.
 ``duel`` passes ``training=False``; ``hf2019`` calls ``model(inputs)`` as 2019 did.
+Precision: fp16/bf16 by a Keras mixed-precision policy set before the model is built (variables
+stay fp32); TensorFlow 2.0 had only the ``auto_mixed_precision`` graph rewrite (2019's ``--amp``),
+fp16 on GPUs in graph modes. GPU: memory growth instead of taking the whole GPU; the barrier is
+``tf.test.experimental.sync_devices`` where it exists, else reading one value of the last output;
+the device peak is ``tf.config.experimental.get_memory_info``'s, reset per point (TF 2.9+).
 """
 import inspect
 import os
@@ -14,9 +19,21 @@ import tensorflow as tf
 
 from .. import compat
 from ..models import FAMILIES
-from .base import Adapter
+from .base import Adapter, no_gpu_name
 
 HAS_JIT_COMPILE = "jit_compile" in inspect.signature(tf.function).parameters
+POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
+EXPERIMENTAL = tf.config.experimental
+SYNC_DEVICES = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
+
+
+def _build_info():
+    """CUDA and cuDNN versions TensorFlow was built with (TF 2.0 kept them in build_info)."""
+    if hasattr(tf.sysconfig, "get_build_info"):
+        return dict(tf.sysconfig.get_build_info())
+    from tensorflow.python.platform import build_info
+    return {"cuda_version": getattr(build_info, "cuda_version_number", None),
+            "cudnn_version": getattr(build_info, "cudnn_version_number", None)}
 
 
 class TensorFlowAdapter(Adapter):
@@ -24,30 +41,61 @@ class TensorFlowAdapter(Adapter):
     modes = ("eager", "function", "xla")
     out_of_memory_words = Adapter.out_of_memory_words + ("oom when allocating",)
 
-    def __init__(self, mode, device, threads):
-        super(TensorFlowAdapter, self).__init__(mode, device, threads)
+    def __init__(self, mode, device, precision, threads):
+        super(TensorFlowAdapter, self).__init__(mode, device, precision, threads)
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
+        self._gpus = EXPERIMENTAL.list_physical_devices("GPU")
+        for gpu in self._gpus:  # before the runtime starts: grow, do not take the whole GPU
+            EXPERIMENTAL.set_memory_growth(gpu, True)
+        if device == "cuda" and mode == "xla" and not HAS_JIT_COMPILE:
+            tf.config.optimizer.set_jit(True)  # 2019's --xla: auto-clustering on the GPU
+        self._amp_rewrite = precision == "fp16" and compat.keras_policy_setter() is None
+        if self._amp_rewrite and device == "cuda":
+            tf.config.optimizer.set_experimental_options({"auto_mixed_precision": True})
         self._functions = {}
+        self._last_output = None
 
     def environment(self):
+        build = _build_info()
+        cuda = self.device == "cuda" and bool(self._gpus)
+        details = getattr(EXPERIMENTAL, "get_device_details", None)
+        name = details(self._gpus[0]).get("device_name") if cuda and details else None
         return {
             "framework_version": tf.__version__,
             "transformers_version": compat.transformers_version(),
-            "cuda": None,
-            "cudnn": None,
-            "device_name": "cpu",
+            "cuda": build.get("cuda_version"),
+            "cudnn": build.get("cudnn_version") if cuda else None,
+            "device_name": (name or "GPU 0") if cuda else no_gpu_name(self.device),
         }
 
-    def unsupported_reason(self, spec):
-        if self.mode == "xla" and not HAS_JIT_COMPILE:
+    def mode_unsupported(self, spec):
+        if self.mode == "xla" and not HAS_JIT_COMPILE and self.device == "cpu":
             return ("XLA in TensorFlow %s is tf.config.optimizer.set_jit(True), which clusters "
                     "for GPUs only: nothing to compile on a CPU" % tf.__version__)
         return None
 
+    def precision_unsupported(self):
+        if self.precision == "fp32" or compat.keras_policy_setter() is not None:
+            return None
+        if self._amp_rewrite and self.device == "cuda" and self.mode != "eager":
+            return None
+        return ("TensorFlow %s has no Keras mixed-precision policy; its only reduced precision "
+                "is the auto_mixed_precision graph rewrite (fp16, GPU, graph modes)"
+                % tf.__version__)
+
+    def require_device(self):
+        if self.device == "cuda" and not self._gpus:
+            raise RuntimeError("device cuda asked for, but TensorFlow %s sees no GPU (built "
+                               "with CUDA: %s)" % (tf.__version__, tf.test.is_built_with_cuda()))
+
     def build(self, spec, seed, weights_dir=None):
+        self.require_device()
         family = FAMILIES[spec.family]
         model_class = compat.model_class(family.tensorflow_class)
+        set_policy = compat.keras_policy_setter()
+        if self.precision in POLICIES and set_policy is not None:
+            set_policy(POLICIES[self.precision])
         if weights_dir:
             self.model = model_class.from_pretrained(os.path.join(weights_dir, "tensorflow"))
         else:
@@ -60,7 +108,7 @@ class TensorFlowAdapter(Adapter):
         return tf.constant(token_ids, dtype=tf.int32)
 
     def to_numpy(self, tensor):
-        return tensor.numpy()
+        return tf.cast(tensor, tf.float32).numpy()
 
     def _forward(self, method):
         model = self.model
@@ -72,12 +120,45 @@ class TensorFlowAdapter(Adapter):
         forward = self._forward(method)
         if self.mode in ("function", "xla"):
             if method not in self._functions:
-                options = {"jit_compile": True} if self.mode == "xla" else {}
+                options = {"jit_compile": True} if self.mode == "xla" and HAS_JIT_COMPILE else {}
                 self._functions[method] = tf.function(forward, **options)
             forward = self._functions[method]
-        return lambda: forward(inputs)
+        if self.device == "cpu":
+            return lambda: forward(inputs)
+
+        def call():
+            self._last_output = forward(inputs)
+            return self._last_output
+        return call
+
+    def synchronise(self):
+        if self.device != "cuda":
+            return
+        if SYNC_DEVICES is not None:
+            SYNC_DEVICES()
+        elif self._last_output is not None:  # one value of the output waits for all of it
+            tf.reshape(self.last_hidden_state(self._last_output), [-1])[0].numpy()
+
+    def reset_device_peak(self):
+        if self.device == "cuda" and hasattr(EXPERIMENTAL, "reset_memory_stats"):
+            EXPERIMENTAL.reset_memory_stats("GPU:0")
+
+    def device_peak_mib(self):
+        if self.device != "cuda" or not hasattr(EXPERIMENTAL, "reset_memory_stats"):
+            return None
+        return EXPERIMENTAL.get_memory_info("GPU:0")["peak"] / 2.0 ** 20
+
+    @property
+    def device_peak_method(self):
+        if self.device == "cuda" and hasattr(EXPERIMENTAL, "reset_memory_stats"):
+            return "tf.config.experimental.get_memory_info peak, reset per point"
+        return None
 
     def is_out_of_memory(self, error):
         if isinstance(error, tf.errors.ResourceExhaustedError):
             return True
         return super(TensorFlowAdapter, self).is_out_of_memory(error)
+
+    def release_point(self):
+        self._last_output = None
+        super(TensorFlowAdapter, self).release_point()

@@ -1,0 +1,61 @@
+"""Pairs of points that differ in one key, and the ratio of their reported times.
+
+Every comparison in the reports is one of these: PyTorch vs TensorFlow (same era, device,
+precision, task, method, model and input), each mode vs eager (same framework and everything
+else), today's era vs 2019's (same cell and input). A pair where either point is not ok has no
+ratio (N/A), never a dropped row.
+"""
+import pandas as pd
+
+from . import summary
+
+POINT_KEYS = ["model", "batch_size", "seq_len", "point"]
+
+
+def pair_up(frame, key, first, second, on):
+    """Rows of ``frame`` with ``key == first`` joined to rows with ``key == second`` on the
+    columns ``on``; suffixes ``_<first>`` / ``_<second>``; ``ratio`` = first time / second time."""
+    frame = summary.with_reported(frame)
+    columns = on + ["reported_ms", "framework_version", "mode"]
+    columns = list(dict.fromkeys(column for column in columns if column != key))
+    left = frame[frame[key] == first][columns]
+    right = frame[frame[key] == second][columns]
+    merged = left.merge(right, on=on, suffixes=("_" + str(first), "_" + str(second)))
+    merged["ratio"] = [
+        _ratio(a, b) for a, b in zip(merged["reported_ms_%s" % first],
+                                     merged["reported_ms_%s" % second])
+    ]
+    return merged
+
+
+def _ratio(numerator, denominator):
+    if pd.isna(numerator) or pd.isna(denominator) or float(denominator) <= 0:
+        return None
+    return float(numerator) / float(denominator)
+
+
+def framework_ratios(frame):
+    """PyTorch time / TensorFlow time for every pair of modes, per point (> 1: PyTorch slower)."""
+    on = ["era", "device", "precision", "task", "method"] + POINT_KEYS
+    return pair_up(frame, "framework", "pytorch", "tensorflow", on)
+
+
+def mode_speedups(frame):
+    """Eager time / mode time per framework, for every mode but eager (> 1: the mode is faster)."""
+    on = [key for key in summary.TABLE_KEYS if key != "mode"] + POINT_KEYS
+    frame = summary.with_reported(frame)
+    pairs = []
+    for mode in frame.loc[frame["mode"] != "eager", "mode"].drop_duplicates():
+        pair = pair_up(frame[frame["mode"].isin(["eager", mode])], "mode", "eager", mode, on)
+        pair["mode"] = mode
+        pairs.append(pair)
+    if not pairs:
+        return pd.DataFrame(columns=on + ["mode", "ratio"])
+    return pd.concat(pairs, ignore_index=True)
+
+
+def cross_era(frame, old="hf2019", new="current"):
+    """Same cell and point in two eras: new time / old time (< 1: the new era faster)."""
+    on = [key for key in summary.TABLE_KEYS if key != "era"] + POINT_KEYS
+    pairs = pair_up(frame, "era", new, old, on)
+    return pairs

@@ -129,7 +129,9 @@ def cell_runtime_min(wildcards, threads):
 
 def reference_runtime_min(wildcards, threads):
     return resources.reference_runtime_min(
-        models.load_model_spec(model_config(wildcards)), config["sequence_lengths"], threads
+        models.load_model_spec(model_config(wildcards)),
+        config["sequence_lengths"],
+        threads,
     )
 
 

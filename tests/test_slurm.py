@@ -96,7 +96,11 @@ def cancel_when_running(cluster, marker, cancelled):
     def watch(process):
         deadline = time.time() + 300
         while process.poll() is None and time.time() < deadline:
-            for job_id, state, comment in cluster.squeue():
+            try:
+                jobs = cluster.squeue()
+            except (ClusterError, subprocess.TimeoutExpired):  # a busy controller: ask again
+                jobs = []
+            for job_id, state, comment in jobs:
                 if marker in comment and state == "RUNNING":
                     time.sleep(2.0)  # let the cell get going: it is killed mid-run
                     subprocess.run(["scancel", job_id], env=cluster.env, timeout=30)

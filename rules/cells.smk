@@ -13,10 +13,11 @@ rule make_reference:
         "results/logs/reference/{era}/{model}.log",
     conda:
         era_conda_env
-    # Heavy compute: it takes every core too, so it never runs beside a timing cell.
-    threads: workflow.cores
+    # Heavy compute: it takes as many cores as a timing cell, so it never runs beside one.
+    threads: timing_threads
     resources:
         mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
+        runtime=reference_runtime_min,
     params:
         python=era_python,
         script=MAKE_REFERENCE,
@@ -40,10 +41,13 @@ rule run_cell:
         "results/logs/cells/{era}/{device}/{framework}/{mode}/{precision}/{task}/{model}.log",
     conda:
         era_conda_env
-    # A timing cell takes every core Snakemake may use, so no two cells ever share cores.
-    threads: workflow.cores
+    # A timing cell takes every core Snakemake may use, so no two cells ever share cores; on a
+    # cluster it asks for config cell_threads whole cores (and a GPU for a cuda cell).
+    threads: timing_threads
     resources:
         mem_mb=cell_mem_mb,
+        runtime=cell_runtime_min,
+        gpu=cell_gpus,
     params:
         python=era_python,
         runner=era_runner,

@@ -10,7 +10,8 @@ from snakemake.utils import validate
 CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
-from duel.host import eras, plan
+from duel.cell import models
+from duel.host import eras, plan, resources
 
 plan.coerce_command_line_numbers(config)
 validate(config, "../config/schema/config.schema.yaml")
@@ -99,6 +100,45 @@ def cell_mem_mb(wildcards):
     return plan.estimate_mem_mb(
         architecture, max(config["batch_sizes"]), max(config["sequence_lengths"])
     )
+
+
+def timing_threads(wildcards):
+    """Cores a cell or reference takes and times with (duel/host/resources.py).
+
+    Decided per job, once Snakemake knows whether its jobs run here or go to a cluster.
+    """
+    try:
+        return resources.timing_threads(
+            config.get("cell_threads"), workflow.non_local_exec, lambda: workflow.cores
+        )
+    except plan.PlanError as error:
+        raise WorkflowError(str(error))
+
+
+def cell_runtime_min(wildcards, threads):
+    """Walltime for a scheduler, from the grid the cell sweeps (duel/host/resources.py)."""
+    return resources.cell_runtime_min(
+        models.load_model_spec(model_config(wildcards)),
+        config["batch_sizes"],
+        config["sequence_lengths"],
+        METHODS,
+        config["duel"],
+        config["hf2019"],
+        threads,
+    )
+
+
+def reference_runtime_min(wildcards, threads):
+    return resources.reference_runtime_min(
+        models.load_model_spec(model_config(wildcards)),
+        config["sequence_lengths"],
+        threads,
+    )
+
+
+def cell_gpus(wildcards):
+    """A cuda cell asks the scheduler for one GPU (the plugin's `gpu` resource)."""
+    return 1 if wildcards.device == "cuda" else 0
 
 
 def joined(values):

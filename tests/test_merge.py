@@ -76,6 +76,21 @@ def test_a_shard_missing_a_newer_column_is_read_with_nulls(tmp_path):
     assert (frame["precision"] == "fp32").all()  # points from before precisions were fp32
 
 
+def test_shards_from_before_the_slurm_columns_merge_beside_shards_from_slurm_jobs(tmp_path):
+    old, new = str(tmp_path / "old.parquet"), str(tmp_path / "new.parquet")
+    shard.write_shard(cell_rows("pytorch", "eager", "gpt2", "duel", 1.0), old)
+    slurm = [name for name in contract.NAMES if name.startswith("slurm_")]
+    pq.write_table(pq.read_table(old).drop(slurm), old)
+    rows = cell_rows("tensorflow", "eager", "gpt2", "duel", 2.0)
+    for row in rows:
+        row.update(slurm_job_id="77", slurm_node="n1", slurm_cpus_per_task=2)
+    shard.write_shard(rows, new)
+    frame = summary.read_shards([old, new])
+    assert list(frame.columns) == contract.NAMES
+    assert frame["slurm_job_id"].isna().sum() == len(POINTS)
+    assert list(frame["slurm_job_id"].dropna()) == ["77"] * len(POINTS)
+
+
 def sheet_rows(workbook, name):
     return [list(row) for row in workbook[name].iter_rows(values_only=True)]
 

@@ -76,6 +76,15 @@ ENVIRONMENT = [
     ("config_sha256", pa.string()),
     ("started_at", pa.string()),
     ("seed", pa.int64()),
+    # Where a SLURM job ran the cell (empty outside SLURM): environment.slurm_columns.
+    ("slurm_job_id", pa.string()),
+    ("slurm_cluster", pa.string()),
+    ("slurm_partition", pa.string()),
+    ("slurm_node", pa.string()),
+    ("slurm_cpus_per_task", pa.int64()),
+    ("slurm_cpus_on_node", pa.int64()),
+    ("slurm_mem_mb", pa.int64()),
+    ("slurm_gpus", pa.string()),
 ]
 
 COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + WORK + ENVIRONMENT

@@ -101,9 +101,52 @@ def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
+SLURM_COLUMNS = (
+    "slurm_job_id", "slurm_cluster", "slurm_partition", "slurm_node", "slurm_cpus_per_task",
+    "slurm_cpus_on_node", "slurm_mem_mb", "slurm_gpus",
+)
+
+
+def _integer(text):
+    """'16' -> 16; None, '' or anything else that is not a plain integer -> None."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def slurm_columns(environ=None):
+    """The SLURM allocation this process runs in, from the variables SLURM sets in a job.
+
+    All None outside a SLURM job. ``slurm_mem_mb`` is the job's memory on this node: SLURM sets
+    SLURM_MEM_PER_NODE for ``--mem`` and SLURM_MEM_PER_CPU for ``--mem-per-cpu``. ``slurm_gpus``
+    lists the GPUs SLURM gave the job (their indices on the node).
+    """
+    environ = os.environ if environ is None else environ
+    get = lambda name: environ.get(name) or None
+    job_id = get("SLURM_JOB_ID")
+    if job_id is None:
+        return dict((name, None) for name in SLURM_COLUMNS)
+    cpus_on_node = _integer(get("SLURM_CPUS_ON_NODE"))
+    mem_mb = _integer(get("SLURM_MEM_PER_NODE"))
+    per_cpu = _integer(get("SLURM_MEM_PER_CPU"))
+    if mem_mb is None and per_cpu is not None and cpus_on_node is not None:
+        mem_mb = per_cpu * cpus_on_node
+    return {
+        "slurm_job_id": job_id,
+        "slurm_cluster": get("SLURM_CLUSTER_NAME"),
+        "slurm_partition": get("SLURM_JOB_PARTITION"),
+        "slurm_node": get("SLURMD_NODENAME"),
+        "slurm_cpus_per_task": _integer(get("SLURM_CPUS_PER_TASK")),
+        "slurm_cpus_on_node": cpus_on_node,
+        "slurm_mem_mb": mem_mb,
+        "slurm_gpus": get("SLURM_JOB_GPUS") or get("SLURM_STEP_GPUS"),
+    }
+
+
 def host_columns(threads, runner, image, image_digest, config_sha256, seed, started_at):
     """Environment columns that do not depend on the framework."""
-    return {
+    columns = {
         "python": platform.python_version(),
         "numpy_version": np.__version__,
         "pyarrow_version": pa.__version__,
@@ -123,3 +166,5 @@ def host_columns(threads, runner, image, image_digest, config_sha256, seed, star
         "started_at": started_at,
         "seed": seed,
     }
+    columns.update(slurm_columns())
+    return columns

@@ -1,0 +1,79 @@
+"""What a job asks a cluster scheduler for: its cores and its walltime (memory: plan.estimate_mem_mb).
+
+A walltime that is too short kills a cell in the middle of its sweep; one that is too long only
+waits longer in the queue. So the estimate is generous, from the grid the cell sweeps: a start-up
+allowance, and per point a fixed allowance (input, trace or compile, first call, output check)
+plus every call the method makes, each call at a pessimistic rate (analytic FLOPs at a few
+GFLOP/s per core, plus a fixed cost per call that covers eager overheads on small inputs).
+Where it is still too short for a cluster, ``--set-resources run_cell:runtime=MINUTES`` wins.
+"""
+import math
+
+from duel.cell import flops
+
+from .plan import PlanError
+
+STARTUP_S = 600.0  # imports, model build, weights: minutes on a busy shared file system
+POINT_S = 60.0  # input, trace or compile, first call, output check
+CALL_S = 0.5  # the fixed cost of one call (eager overheads dominate small points)
+GFLOPS_PER_CORE = 4.0  # about a quarter of what a CPU core reached here on mid-size points
+MARGIN = 1.5
+
+
+def timing_threads(cell_threads, non_local, local_cores):
+    """Cores a timing job (a cell, a reference) takes and times with.
+
+    ``cell_threads`` from the config if set; else, on one machine, every core Snakemake may use
+    (``local_cores()``), so no two timing jobs ever share cores. A job sent to a cluster must ask
+    for a number the scheduler can give it, so there it must be set.
+    """
+    if cell_threads:
+        return cell_threads
+    if non_local:
+        raise PlanError(
+            "config key 'cell_threads' is required when jobs are submitted to a cluster: the "
+            "whole cores each cell asks for and times with, e.g. --config cell_threads=16"
+        )
+    return local_cores()
+
+
+def call_seconds(forward_flops, threads):
+    """A pessimistic duration of one forward call (s)."""
+    return CALL_S + forward_flops / (GFLOPS_PER_CORE * 1e9 * max(1, threads))
+
+
+def point_seconds(call_s, method, duel, hf2019):
+    """The longest a point can take: its calls (warm-up, timed, output check) and its allowance."""
+    if method == "hf2019":
+        calls = 1 + hf2019["repeat"] * hf2019["number"] + 1
+        return POINT_S + calls * call_s
+    timed = min(duel["max_time_s"], duel["max_samples"] * call_s) + call_s
+    return POINT_S + (duel["warmup_calls"] + 2) * call_s + timed
+
+
+def lengths_that_run(spec, sequence_lengths):
+    """Points longer than the model's maximum are skipped without a call."""
+    limit = spec.max_sequence_length
+    return [length for length in sequence_lengths if limit is None or length <= limit]
+
+
+def to_minutes(seconds):
+    return int(math.ceil(MARGIN * seconds / 60.0))
+
+
+def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, hf2019, threads):
+    """Walltime (minutes) for a cell sweeping every batch size x length x method."""
+    total = STARTUP_S
+    for batch in batch_sizes:
+        for length in lengths_that_run(spec, sequence_lengths):
+            call_s = call_seconds(flops.forward_flops(spec, batch, length), threads)
+            total += sum(point_seconds(call_s, method, duel, hf2019) for method in methods)
+    return to_minutes(total)
+
+
+def reference_runtime_min(spec, sequence_lengths, threads):
+    """Walltime (minutes) for a model's reference: build, convert, one call per length."""
+    total = STARTUP_S
+    for length in lengths_that_run(spec, sequence_lengths):
+        total += POINT_S + call_seconds(flops.forward_flops(spec, 1, length), threads)
+    return to_minutes(total)

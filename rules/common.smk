@@ -136,9 +136,28 @@ def reference_runtime_min(wildcards, threads):
     )
 
 
+def check_devices_here():
+    """Jobs that run on this machine need their devices here (a cuda cell a GPU). Known only
+    once Snakemake knows where jobs run: called before any job starts (onstart, below) and
+    while a dry run plans (cell_gpus); jobs sent to a cluster are checked on their node.
+    """
+    if not workflow.non_local_exec:
+        try:
+            plan.check_devices(config["devices"])
+        except plan.PlanError as error:
+            raise WorkflowError(str(error))
+
+
 def cell_gpus(wildcards):
     """A cuda cell asks the scheduler for one GPU (the plugin's `gpu` resource)."""
-    return 1 if wildcards.device == "cuda" else 0
+    if wildcards.device != "cuda":
+        return 0
+    check_devices_here()
+    return 1
+
+
+onstart:
+    check_devices_here()
 
 
 def joined(values):

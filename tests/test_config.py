@@ -58,15 +58,16 @@ def test_the_default_and_2019_configs_plan(tmp_path):
     assert "run_cell 40" in jobs
 
 
-def test_a_machine_with_a_gpu_plans_cuda_cells_per_precision():
+def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
     from duel.host import plan
     config = {"eras": ["current"], "devices": ["cpu", "cuda"], "frameworks": ["pytorch"],
               "modes": {"pytorch": ["eager"]}, "precisions": ["fp32", "bf16"],
               "tasks": ["inference"], "models": ["gpt2"]}
-    cells = plan.plan_cells(config, REPO, has_gpu=lambda: True)
+    plan.check_devices(config["devices"], has_gpu=lambda: True)
+    cells = plan.plan_cells(config, REPO)
     assert [(cell.device, cell.precision) for cell in cells] == [
         ("cpu", "fp32"), ("cpu", "bf16"), ("cuda", "fp32"), ("cuda", "bf16")]
     assert plan.shard_path(cells[-1]) == \
         "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2.parquet"
     with pytest.raises(plan.PlanError, match="no NVIDIA GPU"):
-        plan.plan_cells(config, REPO, has_gpu=lambda: False)
+        plan.check_devices(config["devices"], has_gpu=lambda: False)

@@ -13,7 +13,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import SCRIPTS, TEST_MODELS
+from conftest import SCRIPTS, TEST_MODELS, snakemake
 from duel.host import peaks
 
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
@@ -54,3 +54,12 @@ def test_cpu_peak_follows_the_widest_vector_unit():
     assert peaks.peak_gflops(dict(row, cpu_flags="avx2,fma,avx"))[0] == 320.0
     assert peaks.peak_gflops(dict(row, cpu_flags="avx"))[0] == 160.0
     assert peaks.peak_gflops(dict(row, precision="bf16"))[0] is None
+
+
+def test_a_real_run_with_cuda_cells_is_refused_before_any_job_here(tmp_path):
+    result = snakemake(tmp_path, "--cores", "1", "--config", "devices=[cuda]", "models=[gpt2]",
+                       "era_envs_dir=" + str(tmp_path / "envs"), check=False)
+    assert result.returncode != 0
+    assert "device 'cuda' cannot run here: this machine has no NVIDIA GPU" in result.stderr
+    assert not os.path.exists(str(tmp_path / "results"))
+    assert not os.path.exists(str(tmp_path / "envs"))  # not even the CUDA stack's build

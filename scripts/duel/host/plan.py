@@ -123,8 +123,9 @@ def gpu_present():
 
 
 def check_devices(devices, has_gpu=gpu_present):
-    """cuda cells only where an NVIDIA GPU answers (the cells then check that their framework
-    build sees it too, and fail loudly if not)."""
+    """cuda cells run only where an NVIDIA GPU answers (the cells then check that their
+    framework build sees it too, and fail loudly if not). Called for each job that runs on this
+    machine: jobs sent to a cluster are checked on their node, by the cell."""
     if "cuda" in devices and not has_gpu():
         raise PlanError(
             "config key 'devices': device 'cuda' cannot run here: this machine has no NVIDIA "
@@ -142,9 +143,12 @@ def check_modes(frameworks, modes):
             )
 
 
-def plan_cells(config, checkout, has_gpu=gpu_present):
-    """Every cell of the config, in a stable order; raises PlanError for what cannot run."""
-    check_devices(config["devices"], has_gpu)
+def plan_cells(config, checkout):
+    """Every cell of the config, in a stable order; raises PlanError for what cannot run.
+
+    Devices are checked per job (check_devices): whether a job runs here or on a cluster node
+    is known only then.
+    """
     check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))

@@ -64,8 +64,9 @@ def test_mixed_precision_really_runs_and_stays_within_its_tolerance(tmp_path, re
     row = run_cell(tmp_path, reference, framework, mode, precision)
     assert row["status"] == "ok", row["message"]
     assert row["precision"] == precision
-    # far from fp32's agreement (so the low precision really ran), within its own tolerance
-    assert 1e-4 < row["max_abs_diff"] < row["diff_tolerance"]
+    # beyond fp32's agreement (< 1e-5 above, so the low precision really ran), within its own
+    # tolerance; this tiny model (hidden size 32) differs by about 2e-5 in fp16, 2e-3 in bf16
+    assert 1e-5 < row["max_abs_diff"] < row["diff_tolerance"]
 
 
 def test_a_different_output_fails_the_point_loudly_and_keeps_its_times(tmp_path, reference):

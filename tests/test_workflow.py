@@ -12,13 +12,14 @@ import pytest
 
 from conftest import QUICK, REPO, snakemake, write_config
 from duel.cell import contract
+from duel.host import plan
 
 CELLS = [("pytorch", "eager"), ("tensorflow", "eager"), ("tensorflow", "function")]
 
 
-def shard_file(workdir, framework, mode, model):
-    return os.path.join(str(workdir), "results", "shards", "current", "cpu", framework, mode,
-                        "inference", model + ".parquet")
+def shard_file(workdir, framework, mode, model, era="current"):
+    cell = plan.Cell(era, "cpu", framework, mode, "fp32", "inference", model)
+    return os.path.join(str(workdir), plan.shard_path(cell))
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,8 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu PT eager duel", "current cpu PT eager hf2019",
         "current cpu TF eager duel", "current cpu TF eager hf2019",
         "current cpu TF func duel", "current cpu TF func hf2019",
-        "ratio PT-TF", "GFLOP per s", "cross-era", "historical 2019", "environment"]
+        "ratio PT-TF", "mode speed-up", "GFLOP per s", "cross-era", "historical 2019",
+        "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))
@@ -100,8 +102,9 @@ def test_spreadsheet_matches_the_shards(run):
                               medians[(2, 8)] / 1000.0, medians[(2, 32)] / 1000.0, "N/A"]
     gflops = [list(r) for r in workbook["GFLOP per s"].iter_rows(values_only=True)]
     title = next(i for i, row in enumerate(gflops) if row[0] and row[0].startswith("tensorflow")
-                 and "(function)" in row[0] and "method duel" in row[0])
-    block = gflops[title + 2: title + 4]
+                 and "(function, fp32)" in row[0] and "method duel" in row[0])
+    assert gflops[title + 1][0].startswith("nominal peak: ")
+    block = gflops[title + 3: title + 5]
     achieved = {(r["batch_size"], r["seq_len"]): r["achieved_gflops"] for r in shard.to_pylist()
                 if r["method"] == "duel"}
     distilbert_gflops = next(row for row in block if row[0] == "distilbert-base-uncased")
@@ -178,8 +181,7 @@ def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path)
     for era in versions:
         for framework, mode in (("pytorch", "eager"), ("tensorflow", "function")):
             for model in ("distilbert-base-uncased", "gpt2"):
-                path = os.path.join(str(tmp_path), "results", "shards", era, "cpu", framework,
-                                    mode, "inference", model + ".parquet")
+                path = shard_file(tmp_path, framework, mode, model, era)
                 (row,) = pq.read_table(path).to_pylist()
                 assert row["status"] == "ok", row["message"]
                 assert row["framework_version"] == versions[era][framework]
@@ -199,7 +201,9 @@ def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path)
                 for model in ("distilbert-base-uncased", "gpt2")]
     assert [row[1] for row in ratios] == expected
     historical = [list(r) for r in workbook["historical 2019"].iter_rows(values_only=True)]
-    assert any(row[0] and "published" in row[0] and row[8] == 0.748 for row in historical)
+    header = next(row for row in historical if row[0] == "source")
+    mean_s = header.index("mean_s")
+    assert any(row[0] and "published" in row[0] and row[mean_s] == 0.748 for row in historical)
     assert sum(1 for row in historical if row[0] and row[0].startswith("this run")) == 4
     csvs = sorted(name for name in os.listdir(os.path.join(str(tmp_path), "results", "csv-2019"))
                   if name.endswith(".csv"))

@@ -1,6 +1,7 @@
 # One job per cell: one process builds one model and sweeps its whole grid into one shard.
 # Before the cells of a model, one job makes the weights all its cells share and the PyTorch
-# eager outputs each point is checked against (scripts/duel/cell/reference.py).
+# eager outputs each point is checked against, and (task training) another makes the model with
+# its language-modelling head that training cells start from (scripts/duel/cell/reference.py).
 
 
 rule make_reference:
@@ -30,11 +31,36 @@ rule make_reference:
         " --threads {threads} --output-dir {params.folder:q} > {log:q} 2>&1"
 
 
+rule make_training_weights:
+    input:
+        model_config=model_config,
+        era_env=era_env_marker,
+    output:
+        manifest=TRAINING_WEIGHTS,
+    log:
+        "results/logs/reference/{era}/{model}-training.log",
+    conda:
+        era_conda_env
+    threads: timing_threads
+    resources:
+        mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
+        runtime=reference_runtime_min,
+    params:
+        python=era_python,
+        script=MAKE_REFERENCE,
+        folder=lambda wildcards, output: os.path.dirname(output.manifest),
+        seed=config["seed"],
+    shell:
+        "{params.python:q} {params.script:q} --model-config {input.model_config:q}"
+        " --training-weights --seed {params.seed}"
+        " --threads {threads} --output-dir {params.folder:q} > {log:q} 2>&1"
+
+
 rule run_cell:
     input:
         model_config=model_config,
         era_env=era_env_marker,
-        reference=REFERENCE,
+        reference=cell_weights,
     output:
         shard=plan.SHARD_PATTERN,
     log:
@@ -53,10 +79,10 @@ rule run_cell:
         runner=era_runner,
         reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
         script=RUN_CELL,
-        batch_sizes=joined(config["batch_sizes"]),
-        sequence_lengths=joined(config["sequence_lengths"]),
+        grid=grid,
         methods=joined(METHODS),
         seed=config["seed"],
+        learning_rate=config["training"]["learning_rate"],
         duel=config["duel"],
         hf2019=config["hf2019"],
     shell:
@@ -65,8 +91,10 @@ rule run_cell:
         " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
         " --precision {wildcards.precision:q}"
         " --task {wildcards.task:q} --model-config {input.model_config:q}"
-        " --batch-sizes {params.batch_sizes:q} --sequence-lengths {params.sequence_lengths:q}"
+        " --batch-sizes {params.grid[batch_sizes]:q}"
+        " --sequence-lengths {params.grid[sequence_lengths]:q}"
         " --methods {params.methods:q} --seed {params.seed} --threads {threads}"
+        " --learning-rate {params.learning_rate}"
         " --reference-dir {params.reference_dir:q}"
         " --warmup-calls {params.duel[warmup_calls]} --min-samples {params.duel[min_samples]}"
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"

@@ -26,6 +26,7 @@ METHODS = plan.as_list(config["method"])
 RUN_CELL = os.path.join(CHECKOUT, "scripts", "run_cell.py")
 MAKE_REFERENCE = os.path.join(CHECKOUT, "scripts", "make_reference.py")
 REFERENCE = "results/reference/{era}/{model}/reference.json"
+TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
 
@@ -97,9 +98,25 @@ def model_config(wildcards):
 def cell_mem_mb(wildcards):
     with open(model_config(wildcards)) as handle:
         architecture = json.load(handle)["architecture"]
+    task = getattr(wildcards, "task", "inference")
+    batch_sizes, sequence_lengths = plan.task_grid(config, task)
     return plan.estimate_mem_mb(
-        architecture, max(config["batch_sizes"]), max(config["sequence_lengths"])
+        architecture, max(batch_sizes), max(sequence_lengths), task == "training"
     )
+
+
+def cell_weights(wildcards):
+    """What a cell starts from: the inference reference, or the training weights."""
+    return TRAINING_WEIGHTS if wildcards.task == "training" else REFERENCE
+
+
+def grid(wildcards):
+    """The batch sizes and lengths of the cell's task, as command-line lists."""
+    batch_sizes, sequence_lengths = plan.task_grid(config, wildcards.task)
+    return {
+        "batch_sizes": joined(batch_sizes),
+        "sequence_lengths": joined(sequence_lengths),
+    }
 
 
 def timing_threads(wildcards):

@@ -21,10 +21,13 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-config", required=True, help="a config/models/*.json file")
-    parser.add_argument("--sequence-lengths", type=positive_ints, required=True)
+    parser.add_argument("--sequence-lengths", type=positive_ints, default=[8])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--training-weights", action="store_true",
+                        help="make the language-modelling models training cells start from "
+                             "(training.json) instead of the inference reference")
     args = parser.parse_args(argv)
 
     from duel.cell import environment, models
@@ -33,6 +36,10 @@ def main(argv=None):
     from duel.cell import reference, sweep
 
     spec = models.load_model_spec(args.model_config)
+    if args.training_weights:
+        manifest = reference.make_training_weights(spec, args.seed, args.output_dir)
+        sys.stderr.write("training weights for %s: %s\n" % (spec.name, manifest["heads"]))
+        return 0
     manifest = reference.make_reference(spec, args.seed, args.sequence_lengths, args.output_dir,
                                         sweep.token_ids)
     sys.stderr.write("reference for %s: lengths %s, failed %s\n"

@@ -20,8 +20,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Set before any framework is imported: offline, quiet, one framework per process, threads.
+# torch.compile compiles in the calling process (no background workers finishing kernels while
+# samples are taken, on the cores the cell times with).
 FRAMEWORK_ENVIRONMENT = {
-    "pytorch": {"USE_TF": "0", "USE_TORCH": "1"},
+    "pytorch": {"USE_TF": "0", "USE_TORCH": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"},
     "tensorflow": {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"},
     "both": {"USE_TORCH": "AUTO", "USE_TF": "AUTO", "TF_USE_LEGACY_KERAS": "1"},
 }
@@ -54,7 +56,8 @@ def parse_args(argv=None):
     cell.add_argument("--mode", default="eager", help="pytorch: eager, torchscript, compile; tensorflow: eager, function, xla")
     cell.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                       help="fp16/bf16: mixed precision (autocast, Keras policies)")
-    cell.add_argument("--task", default="inference", choices=["inference"])
+    cell.add_argument("--task", default="inference", choices=["inference", "training"],
+                      help="training: one optimiser step per call (model with its LM head)")
     cell.add_argument("--model-config", required=True, help="a config/models/*.json file")
     grid = parser.add_argument_group("the grid")
     grid.add_argument("--batch-sizes", type=positive_ints, default=[1], help="e.g. 1,2,4,8")
@@ -71,6 +74,8 @@ def parse_args(argv=None):
     duel.add_argument("--min-time-s", type=float, default=1.0)
     duel.add_argument("--max-samples", type=int, default=1000)
     duel.add_argument("--max-time-s", type=float, default=60.0)
+    grid.add_argument("--learning-rate", type=float, default=1e-4,
+                      help="task training: Adam's learning rate")
     hf2019 = parser.add_argument_group("method hf2019")
     hf2019.add_argument("--repeat", type=int, default=30, help="timeit repeat (2019: 30)")
     hf2019.add_argument("--number", type=int, default=3, help="timeit number (2019: 3)")
@@ -124,7 +129,9 @@ def main(argv=None):
     from duel.cell import shard, sweep, timing
     from duel.cell.adapters import load_adapter
 
-    adapter = load_adapter(args.framework)(args.mode, args.device, args.precision, threads)
+    adapter = load_adapter(args.framework)(
+        args.mode, args.device, args.precision, threads, args.task
+    )
     columns = environment.host_columns(
         threads=threads,
         runner=args.runner,
@@ -142,6 +149,7 @@ def main(argv=None):
         ),
         hf2019=timing.Hf2019Settings(args.repeat, args.number),
         reference_dir=args.reference_dir,
+        learning_rate=args.learning_rate,
     )
     cell = sweep.CellSpec(
         args.era, args.device, args.framework, args.mode, args.precision, args.task, spec.name

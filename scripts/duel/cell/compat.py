@@ -59,10 +59,14 @@ def last_hidden_state(outputs):
     return outputs[0] if state is None else state
 
 
-def keras_policy_setter():
-    """``set_global_policy`` of the Keras that transformers' TensorFlow models are built with,
-    or None where that Keras has no mixed-precision policies (TensorFlow 2.0)."""
+def keras_module():
+    """The Keras that transformers' TensorFlow models are built with (its optimisers and
+    mixed-precision policies must be that Keras's)."""
     keras = getattr(importlib.import_module("transformers.modeling_tf_utils"), "keras", None)
-    if keras is None:
-        keras = importlib.import_module("tensorflow").keras
-    return getattr(getattr(keras, "mixed_precision", None), "set_global_policy", None)
+    return keras if keras is not None else importlib.import_module("tensorflow").keras
+
+
+def keras_policy_setter():
+    """``set_global_policy`` of keras_module(), or None where that Keras has no
+    mixed-precision policies (TensorFlow 2.0)."""
+    return getattr(getattr(keras_module(), "mixed_precision", None), "set_global_policy", None)

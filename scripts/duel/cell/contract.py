@@ -48,6 +48,12 @@ CHECK = [
     ("max_abs_diff", pa.float64()),  # |final hidden state - PyTorch eager reference|, max
     ("diff_tolerance", pa.float64()),  # beyond it the point is an error (reference.py)
 ]
+TRAINING = [  # task training only (sweep.py): the loss on the point's batch around its steps
+    ("loss_start", pa.float64()),
+    ("loss_end", pa.float64()),
+    ("train_steps", pa.int64()),  # optimiser steps the point took, warm-up included
+    ("learning_rate", pa.float64()),
+]
 WORK = [
     ("flops", pa.float64()),
     ("achieved_gflops", pa.float64()),
@@ -87,7 +93,7 @@ ENVIRONMENT = [
     ("slurm_gpus", pa.string()),
 ]
 
-COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + WORK + ENVIRONMENT
+COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + WORK + ENVIRONMENT
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
 STATUSES = ("ok", "oom", "error", "skipped")

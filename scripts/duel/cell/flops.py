@@ -18,6 +18,10 @@ plus, per family:
   over K once, 2 K d^2, scores content and positions, 4 B L K d, weighs values, 2 B L K d, and
   projects the output, 2 B L d^2 (adaptive-embedding projections left out, under 1%).
 
+A training step (training_flops) is counted as three forward passes (the backward pass costs
+about two: gradients for activations and for weights) of the model with its language-modelling
+head, whose output projection adds 2 B L d V (V the vocabulary).
+
 tests/test_flops.py checks these against torch's own counter on real models of each family.
 """
 
@@ -53,6 +57,21 @@ def forward_flops(spec, batch, length):
     if spec.family in ("bert", "roberta"):
         total += 2 * b * d * d
     return total
+
+
+def training_flops(spec, batch, length):
+    """FLOPs of one training step: 3 x (forward + the language-modelling head's projection)."""
+    hidden_key = DIMENSIONS[spec.family][0]
+    head = 2.0 * batch * length * float(spec.architecture[hidden_key]) * \
+        float(spec.architecture["vocab_size"])
+    return 3.0 * (forward_flops(spec, batch, length) + head)
+
+
+def point_flops(spec, task, batch, length):
+    """The FLOPs of one call of a point: a forward pass (inference) or a training step."""
+    if task == "training":
+        return training_flops(spec, batch, length)
+    return forward_flops(spec, batch, length)
 
 
 def achieved_gflops(flops, milliseconds):

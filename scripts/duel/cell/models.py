@@ -10,19 +10,31 @@ from collections import namedtuple
 
 ModelSpec = namedtuple("ModelSpec", "name family max_sequence_length architecture")
 
-Family = namedtuple("Family", "config_class pytorch_class tensorflow_class")
+Family = namedtuple(
+    "Family", "config_class pytorch_class tensorflow_class pytorch_lm_class tensorflow_lm_class"
+)
 
-# transformers class names per model family (the same names in 2.1.1 and 4.x).
+# transformers class names per model family (the same names in 2.1.1 and 4.x): the bare model
+# (inference) and the model with its language-modelling head (training).
 FAMILIES = {
-    "bert": Family("BertConfig", "BertModel", "TFBertModel"),
-    "gpt2": Family("GPT2Config", "GPT2Model", "TFGPT2Model"),
-    "distilbert": Family("DistilBertConfig", "DistilBertModel", "TFDistilBertModel"),
-    "roberta": Family("RobertaConfig", "RobertaModel", "TFRobertaModel"),
-    "openai-gpt": Family("OpenAIGPTConfig", "OpenAIGPTModel", "TFOpenAIGPTModel"),
-    "xlnet": Family("XLNetConfig", "XLNetModel", "TFXLNetModel"),
-    "xlm": Family("XLMConfig", "XLMModel", "TFXLMModel"),
-    "transfo-xl": Family("TransfoXLConfig", "TransfoXLModel", "TFTransfoXLModel"),
-    "ctrl": Family("CTRLConfig", "CTRLModel", "TFCTRLModel"),
+    "bert": Family("BertConfig", "BertModel", "TFBertModel",
+                   "BertForMaskedLM", "TFBertForMaskedLM"),
+    "gpt2": Family("GPT2Config", "GPT2Model", "TFGPT2Model",
+                   "GPT2LMHeadModel", "TFGPT2LMHeadModel"),
+    "distilbert": Family("DistilBertConfig", "DistilBertModel", "TFDistilBertModel",
+                         "DistilBertForMaskedLM", "TFDistilBertForMaskedLM"),
+    "roberta": Family("RobertaConfig", "RobertaModel", "TFRobertaModel",
+                      "RobertaForMaskedLM", "TFRobertaForMaskedLM"),
+    "openai-gpt": Family("OpenAIGPTConfig", "OpenAIGPTModel", "TFOpenAIGPTModel",
+                         "OpenAIGPTLMHeadModel", "TFOpenAIGPTLMHeadModel"),
+    "xlnet": Family("XLNetConfig", "XLNetModel", "TFXLNetModel",
+                    "XLNetLMHeadModel", "TFXLNetLMHeadModel"),
+    "xlm": Family("XLMConfig", "XLMModel", "TFXLMModel",
+                  "XLMWithLMHeadModel", "TFXLMWithLMHeadModel"),
+    "transfo-xl": Family("TransfoXLConfig", "TransfoXLModel", "TFTransfoXLModel",
+                         "TransfoXLLMHeadModel", "TFTransfoXLLMHeadModel"),
+    "ctrl": Family("CTRLConfig", "CTRLModel", "TFCTRLModel",
+                   "CTRLLMHeadModel", "TFCTRLLMHeadModel"),
 }
 
 

@@ -79,23 +79,47 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
     del model
     gc.collect()
 
-    import tensorflow as tf
-
     tensorflow_model = compat.model_class(family.tensorflow_class).from_pretrained(
         pytorch_dir, from_pt=True
     )
     tensorflow_model.save_pretrained(tensorflow_dir)
-    manifest = {
-        "model": spec.name,
-        "seed": seed,
-        "lengths": made,
-        "failed": failed,
-        "torch": torch.__version__,
-        "tensorflow": tf.__version__,
-        "transformers": compat.transformers_version(),
-    }
-    partial = os.path.join(folder, "reference.json.partial")
+    return write_manifest(folder, "reference.json", {"model": spec.name, "seed": seed,
+                                                     "lengths": made, "failed": failed})
+
+
+def make_training_weights(spec, seed, folder):
+    """The model with its language-modelling head, seeded, saved for both frameworks
+    (``pytorch-lm/``, ``tensorflow-lm/``): every training cell of the model, in either framework,
+    starts each point from exactly these weights. Manifest ``training.json``, written last."""
+    import torch
+
+    family = models.FAMILIES[spec.family]
+    torch.manual_seed(seed)
+    config = compat.build_config(family.config_class, spec.family, spec.architecture)
+    model = compat.model_class(family.pytorch_lm_class)(config)
+    pytorch_dir = os.path.join(folder, "pytorch-lm")
+    tensorflow_dir = os.path.join(folder, "tensorflow-lm")
+    for path in (pytorch_dir, tensorflow_dir):
+        if not os.path.isdir(path):
+            os.makedirs(path)
+    model.save_pretrained(pytorch_dir)
+    del model
+    gc.collect()
+    compat.model_class(family.tensorflow_lm_class).from_pretrained(
+        pytorch_dir, from_pt=True).save_pretrained(tensorflow_dir)
+    return write_manifest(folder, "training.json", {"model": spec.name, "seed": seed,
+                                                    "heads": family.pytorch_lm_class})
+
+
+def write_manifest(folder, name, manifest):
+    """Write ``name`` in ``folder`` last and atomically, with the versions that made it."""
+    import tensorflow as tf
+    import torch
+
+    manifest = dict(manifest, torch=torch.__version__, tensorflow=tf.__version__,
+                    transformers=compat.transformers_version())
+    partial = os.path.join(folder, name + ".partial")
     with open(partial, "w") as handle:
         json.dump(manifest, handle, indent=2)
-    os.replace(partial, os.path.join(folder, "reference.json"))
+    os.replace(partial, os.path.join(folder, name))
     return manifest

@@ -56,15 +56,22 @@ def check_output(adapter, call, method, reference_dir, seq_len):
     }
 
 
-def measure(adapter, spec, point, seed, settings):
+def measure(adapter, spec, point, settings):
     """Time one point and measure its peak host and device memory; returns those columns and
-    the call."""
+    the call (inference) or the training columns (training)."""
+    if adapter.task == "training" and not adapter.fresh:  # each point starts from the weights
+        adapter.build(spec, settings.seed, settings.reference_dir)
     adapter.reset_device_peak()
     probe = PeakRssProbe().start()
     began = time.perf_counter()
-    inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, seed))
+    inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, settings.seed))
     prepared = time.perf_counter()
-    call = adapter.call_for(point.method, inputs)
+    if adapter.task == "training":
+        adapter.fresh = False
+        loss_start = adapter.evaluation_loss(inputs)
+        call = counted(adapter.training_step(inputs, settings.learning_rate))
+    else:
+        call = adapter.call_for(point.method, inputs)
     setup_s = time.perf_counter() - prepared
     with adapter.inference_context(point.method):
         if point.method == "hf2019":
@@ -78,7 +85,29 @@ def measure(adapter, spec, point, seed, settings):
     columns["peak_host_rss_method"] = probe.method
     columns["peak_device_mb"] = adapter.device_peak_mib()
     columns["peak_device_method"] = adapter.device_peak_method
+    if adapter.task == "training":
+        columns.update(loss_start=loss_start, loss_end=adapter.evaluation_loss(inputs),
+                       train_steps=call.calls, learning_rate=settings.learning_rate)
     return columns, call
+
+
+def counted(call):
+    """``call`` that counts its calls (in ``.calls``): the optimiser steps a point took."""
+    def counting():
+        counting.calls += 1
+        return call()
+    counting.calls = 0
+    return counting
+
+
+def judge_training(columns):
+    """A training point whose loss did not fall is an error: the step did not train."""
+    if columns["loss_end"] < columns["loss_start"]:
+        return {}
+    return {"status": "error", "message": (
+        "loss did not fall: %.6g before and %.6g after %d steps at learning rate %g"
+        % (columns["loss_start"], columns["loss_end"], columns["train_steps"],
+           columns["learning_rate"]))}
 
 
 def judge_output(adapter, call, point, settings):
@@ -97,7 +126,7 @@ def judge_output(adapter, call, point, settings):
     return columns
 
 
-SweepSettings = namedtuple("SweepSettings", "seed duel hf2019 reference_dir")
+SweepSettings = namedtuple("SweepSettings", "seed duel hf2019 reference_dir learning_rate")
 
 
 def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr):
@@ -116,7 +145,7 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
         row.update(environment)
         row.update(cell._asdict())
         row.update(point._asdict())
-        row["flops"] = flops.forward_flops(spec, point.batch_size, point.seq_len)
+        row["flops"] = flops.point_flops(spec, cell.task, point.batch_size, point.seq_len)
         limit = spec.max_sequence_length
         if unsupported:
             row["status"], row["message"] = "skipped", unsupported
@@ -130,12 +159,15 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
             row["status"], row["message"] = "error", build_error
         else:
             try:
-                columns, call = measure(adapter, spec, point, settings.seed, settings)
+                columns, call = measure(adapter, spec, point, settings)
                 row.update(columns)
                 row["status"] = "ok"
                 reported = row["mean"] if point.method == "hf2019" else row["median"]
                 row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
-                row.update(judge_output(adapter, call, point, settings))
+                if cell.task == "training":
+                    row.update(judge_training(columns))
+                else:
+                    row.update(judge_output(adapter, call, point, settings))
             except Exception as error:  # the point fails, the sweep goes on
                 traceback.print_exc(file=log)
                 row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"

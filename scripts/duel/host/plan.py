@@ -42,7 +42,7 @@ def _number(item):
 
 
 def coerce_command_line_numbers(config, lists=("batch_sizes", "sequence_lengths"),
-                                mappings=("duel", "hf2019")):
+                                mappings=("duel", "hf2019", "training")):
     """Turn number strings into numbers where the schema expects numbers.
 
     ``snakemake --config 'batch_sizes=[1,2]' 'duel={min_samples: 5}'`` parses lists and mappings
@@ -54,8 +54,20 @@ def coerce_command_line_numbers(config, lists=("batch_sizes", "sequence_lengths"
             config[key] = [_number(item) for item in config[key]]
     for key in mappings:
         if isinstance(config.get(key), dict):
-            config[key] = dict((name, _number(value)) for name, value in config[key].items())
+            config[key] = dict(
+                (name, [_number(item) for item in value] if isinstance(value, list)
+                 else _number(value))
+                for name, value in config[key].items()
+            )
     return config
+
+
+def task_grid(config, task):
+    """(batch sizes, sequence lengths) a cell of ``task`` sweeps: training has its own grid
+    (config key training), each list falling back to the inference grid's."""
+    own = config.get("training", {}) if task == "training" else {}
+    return (own.get("batch_sizes") or config["batch_sizes"],
+            own.get("sequence_lengths") or config["sequence_lengths"])
 
 
 def resolve_dir(config, key, default, checkout):
@@ -168,12 +180,14 @@ def shard_path(cell):
     return SHARD_PATTERN.format(**cell._asdict())
 
 
-def estimate_mem_mb(architecture, batch_size, seq_len):
+def estimate_mem_mb(architecture, batch_size, seq_len, training=False):
     """A generous memory estimate for a cell (MB), for schedulers: weights, activations, runtime.
 
     Parameters ~ vocab x hidden + 12 x layers x hidden^2 (embeddings + transformer blocks); the
     weights are counted three times over (model, framework copies, autograd in hf2019 mode), the
-    activations as 30 hidden-sized tensors per layer, plus 2 GB for the runtime itself.
+    activations as 30 hidden-sized tensors per layer, plus 2 GB for the runtime itself. Training
+    adds gradients and Adam's two moments (three more copies of the weights) and keeps every
+    activation for the backward pass (counted twice).
     """
     pick = lambda *keys: next((architecture[key] for key in keys if architecture.get(key)), 0)
     hidden = pick("hidden_size", "n_embd", "dim", "d_model", "emb_dim")
@@ -181,4 +195,6 @@ def estimate_mem_mb(architecture, batch_size, seq_len):
     vocab = pick("vocab_size")
     parameters = vocab * hidden + 12 * layers * hidden * hidden
     activations = 30 * layers * batch_size * seq_len * hidden
+    if training:
+        parameters, activations = 2 * parameters, 2 * activations + batch_size * seq_len * vocab
     return int(2048 + (3 * parameters + activations) * 4 / 2**20)

@@ -32,6 +32,9 @@ SHEET_NAME_LIMIT = 31
 SECONDS_FORMAT = "0.00000"
 RATIO_FORMAT = "0.000"
 GFLOPS_FORMAT = "0.00"
+MEMORY_FORMAT = "0.0"
+MEMORY_TABLES = [("peak_host_rss_mb", "peak host memory of the point (RSS), MiB"),
+                 ("peak_device_mb", "peak device memory of the point (allocator), MiB")]
 
 
 def _cell_value(value):
@@ -91,10 +94,11 @@ def _write_table(sheet, group, points, column, number_format, scale=1.0):
     _widen_first_column(sheet)
 
 
-def _unit_note(method):
+def _unit_note(method, task):
+    unit = "seconds per training step" if task == "training" else "seconds per call"
     if method == "hf2019":
-        return "seconds per call: mean of timeit.repeat(repeat, number) as in 2019"
-    return "seconds per call: median of the duel samples"
+        return unit + ": mean of timeit.repeat(repeat, number) as in 2019"
+    return unit + ": median of the duel samples"
 
 
 def write_long(workbook, frame):
@@ -112,8 +116,13 @@ def write_layouts(workbook, frame, points, taken):
     for values, group in frame.groupby(summary.TABLE_KEYS, sort=False):
         sheet = workbook.create_sheet(layout_sheet_name(*values, taken=taken))
         _append(sheet, [table_title(values, group)], bold=True)
-        _append(sheet, ["%s; %s" % (_unit_note(values[-1]), summary.hardware(group))])
+        _append(sheet, ["%s; %s" % (_unit_note(values[-1], values[-2]), summary.hardware(group))])
         _write_table(sheet, group, points, "reported_ms", SECONDS_FORMAT, scale=1000.0)
+        for column, label in MEMORY_TABLES:
+            if group[column].notna().any():
+                _append(sheet, [])
+                _append(sheet, [label], bold=True)
+                _write_table(sheet, group, points, column, MEMORY_FORMAT)
 
 
 def write_ratios(workbook, frame, points):

@@ -11,11 +11,22 @@ per point (``reset_device_peak`` / ``device_peak_mib``); ``hf2019`` never synchr
 Precisions: ``fp32`` (default), ``fp16`` and ``bf16`` as mixed precision, each framework's own way
 (PyTorch autocast, Keras mixed-precision policies; the 2019 stack's switches where it had them);
 what a framework, era or device cannot run is a skipped cell with the reason.
+Tasks: ``inference`` (a forward pass) and ``training`` (one optimiser step of the model with its
+language-modelling head: forward, loss, backward, update; see ``training_step``).
 """
 import contextlib
 import gc
+import os
 
 from .. import compat
+
+
+def entered(contexts):
+    """One context made of ``contexts``, entered in order (and left in reverse)."""
+    stack = contextlib.ExitStack()
+    for context in contexts:
+        stack.enter_context(context)
+    return stack
 
 
 def no_gpu_name(device):
@@ -33,7 +44,7 @@ class Adapter(object):
     precisions = ("fp32", "fp16", "bf16")
     out_of_memory_words = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
-    def __init__(self, mode, device, precision, threads):
+    def __init__(self, mode, device, precision, threads, task="inference"):
         for kind, value, known in (("mode", mode, self.modes), ("device", device, self.devices),
                                    ("precision", precision, self.precisions)):
             if value not in known:
@@ -43,7 +54,9 @@ class Adapter(object):
         self.device = device
         self.precision = precision
         self.threads = threads
+        self.task = task
         self.model = None
+        self.fresh = False  # built and not yet trained: a training point can start from it
 
     def environment(self):
         """Framework-specific environment columns."""
@@ -51,7 +64,33 @@ class Adapter(object):
 
     def unsupported_reason(self, spec):
         """Why this cell cannot run ``spec`` in this era, or None (then it runs)."""
+        if self.task == "training" and self.precision == "fp16":
+            return ("fp16 training needs loss scaling, which Duel does not implement; bf16 "
+                    "trains without it")
         return self.mode_unsupported(spec) or self.precision_unsupported()
+
+    def model_class_name(self, family):
+        """The bare model for inference, the model with its language-modelling head for
+        training (models.FAMILIES)."""
+        if self.task == "training":
+            return getattr(family, "%s_lm_class" % self.framework)
+        return getattr(family, "%s_class" % self.framework)
+
+    def weights_folder(self, weights_dir):
+        """Where the shared weights of this task lie (reference.py)."""
+        return os.path.join(weights_dir, self.framework + ("-lm" if self.task == "training"
+                                                           else ""))
+
+    def training_step(self, inputs, learning_rate):
+        """A zero-argument callable: one optimiser step on ``inputs`` (labels: the inputs
+        themselves, each token predicted at its own position), returning the loss. A fresh
+        optimiser (Adam, no weight decay, default betas and epsilon) per point."""
+        raise NotImplementedError
+
+    def evaluation_loss(self, inputs):
+        """The loss on ``inputs`` without dropout or any update, as a float: the same quantity
+        before and after a point's steps, so that a falling loss means training worked."""
+        raise NotImplementedError
 
     def mode_unsupported(self, spec):
         """Why this cell's mode cannot run ``spec`` in this era, or None."""
@@ -85,10 +124,7 @@ class Adapter(object):
 
     def inference_context(self, method):
         """The context the timed calls run in: ``contexts(method)`` entered together."""
-        stack = contextlib.ExitStack()
-        for context in self.contexts(method):
-            stack.enter_context(context)
-        return stack
+        return entered(self.contexts(method))
 
     def contexts(self, method):
         """The contexts of a timed call (e.g. no autograd for ``duel``, autocast)."""

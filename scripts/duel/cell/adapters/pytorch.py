@@ -14,13 +14,11 @@ precision). torch 1.3 has no autocast; there fp16 is 2019's ``--fp16``, ``model.
 CUDA: ``torch.cuda.synchronize()`` is the barrier; the device peak is the caching allocator's
 ``max_memory_allocated``, reset per point.
 """
-import os
-
 import torch
 
 from .. import compat
 from ..models import FAMILIES
-from .base import Adapter, no_gpu_name
+from .base import Adapter, entered, no_gpu_name
 
 NO_TRACE_FAMILIES = {
     "transfo-xl": "Transfo-XL cannot be traced with TorchScript (its memory and adaptive "
@@ -34,8 +32,8 @@ class PyTorchAdapter(Adapter):
     framework = "pytorch"
     modes = ("eager", "torchscript", "compile")
 
-    def __init__(self, mode, device, precision, threads):
-        super(PyTorchAdapter, self).__init__(mode, device, precision, threads)
+    def __init__(self, mode, device, precision, threads, task="inference"):
+        super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task)
         torch.set_num_threads(threads)
         self._compiled = None
         self._half = precision == "fp16" and not HAS_AUTOCAST  # 2019's --fp16
@@ -55,6 +53,8 @@ class PyTorchAdapter(Adapter):
 
     def mode_unsupported(self, spec):
         if self.mode == "torchscript":
+            if self.task == "training":
+                return "TorchScript traces inference: a traced model is not trained in Duel"
             return NO_TRACE_FAMILIES.get(spec.family)
         if self.mode == "compile" and not hasattr(torch, "compile"):
             return "torch.compile does not exist in torch %s (it came with 2.0)" % torch.__version__
@@ -80,10 +80,10 @@ class PyTorchAdapter(Adapter):
     def build(self, spec, seed, weights_dir=None):
         self.require_device()
         family = FAMILIES[spec.family]
-        model_class = compat.model_class(family.pytorch_class)
+        model_class = compat.model_class(self.model_class_name(family))
         torchscript = self.mode == "torchscript"
         if weights_dir:
-            self.model = model_class.from_pretrained(os.path.join(weights_dir, "pytorch"),
+            self.model = model_class.from_pretrained(self.weights_folder(weights_dir),
                                                      torchscript=torchscript)
         else:
             torch.manual_seed(seed)
@@ -92,8 +92,9 @@ class PyTorchAdapter(Adapter):
         if self._half:
             self.model.half()
         self.model.to(torch.device(self.device))
-        self.model.eval()
+        self.model.train(self.task == "training")
         self._compiled = torch.compile(self.model) if self.mode == "compile" else None
+        self.fresh = True
 
     def inputs(self, token_ids):
         return torch.tensor(token_ids, dtype=torch.long, device=torch.device(self.device))
@@ -110,13 +111,46 @@ class PyTorchAdapter(Adapter):
             model = self._compiled
         return lambda: model(inputs)
 
+    def _autocast(self):
+        """Autocast to the cell's precision, or nothing (fp32, or 2019's model.half())."""
+        if self.precision == "fp32" or self._half:
+            return []
+        # A trace must not capture autocast's cached low-precision weight copies.
+        options = {"cache_enabled": False} if self.mode == "torchscript" else {}
+        return [torch.autocast(self.device, dtype=DTYPES[self.precision], **options)]
+
+    def _loss(self, inputs):
+        """Cross-entropy of the model's predictions for each input token at its position."""
+        model = self.model if self._compiled is None else self._compiled
+        logits = model(inputs)[0]
+        return torch.nn.functional.cross_entropy(
+            logits.float().reshape(-1, logits.shape[-1]), inputs.reshape(-1))
+
+    def training_step(self, inputs, learning_rate):
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=learning_rate)
+        autocast = self._autocast()
+
+        def step():
+            optimizer.zero_grad()
+            with entered(autocast):
+                loss = self._loss(inputs)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step
+
+    def evaluation_loss(self, inputs):
+        self.model.eval()
+        try:
+            with entered([torch.no_grad()] + self._autocast()):
+                return float(self._loss(inputs))
+        finally:
+            self.model.train(self.task == "training")
+
     def contexts(self, method):
-        contexts = [] if method == "hf2019" else [torch.no_grad()]
-        if self.precision != "fp32" and not self._half:
-            # A trace must not capture autocast's cached low-precision weight copies.
-            options = {"cache_enabled": False} if self.mode == "torchscript" else {}
-            contexts.append(torch.autocast(self.device, dtype=DTYPES[self.precision], **options))
-        return contexts
+        if self.task == "training":
+            return []  # the step enters autocast for its forward pass itself
+        return ([] if method == "hf2019" else [torch.no_grad()]) + self._autocast()
 
     def synchronise(self):
         if self.device == "cuda":

@@ -13,7 +13,6 @@ fp16 on GPUs in graph modes. GPU: memory growth instead of taking the whole GPU;
 the device peak is ``tf.config.experimental.get_memory_info``'s, reset per point (TF 2.9+).
 """
 import inspect
-import os
 
 import tensorflow as tf
 
@@ -41,8 +40,8 @@ class TensorFlowAdapter(Adapter):
     modes = ("eager", "function", "xla")
     out_of_memory_words = Adapter.out_of_memory_words + ("oom when allocating",)
 
-    def __init__(self, mode, device, precision, threads):
-        super(TensorFlowAdapter, self).__init__(mode, device, precision, threads)
+    def __init__(self, mode, device, precision, threads, task="inference"):
+        super(TensorFlowAdapter, self).__init__(mode, device, precision, threads, task)
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
         self._gpus = EXPERIMENTAL.list_physical_devices("GPU")
@@ -92,17 +91,18 @@ class TensorFlowAdapter(Adapter):
     def build(self, spec, seed, weights_dir=None):
         self.require_device()
         family = FAMILIES[spec.family]
-        model_class = compat.model_class(family.tensorflow_class)
+        model_class = compat.model_class(self.model_class_name(family))
         set_policy = compat.keras_policy_setter()
         if self.precision in POLICIES and set_policy is not None:
             set_policy(POLICIES[self.precision])
         if weights_dir:
-            self.model = model_class.from_pretrained(os.path.join(weights_dir, "tensorflow"))
+            self.model = model_class.from_pretrained(self.weights_folder(weights_dir))
         else:
             tf.random.set_seed(seed)
             self.model = model_class(compat.build_config(
                 family.config_class, spec.family, spec.architecture))
         self._functions = {}
+        self.fresh = True
 
     def inputs(self, token_ids):
         return tf.constant(token_ids, dtype=tf.int32)
@@ -116,20 +116,53 @@ class TensorFlowAdapter(Adapter):
             return lambda inputs: model(inputs)
         return lambda inputs: model(inputs, training=False)
 
-    def call_for(self, method, inputs):
-        forward = self._forward(method)
-        if self.mode in ("function", "xla"):
-            if method not in self._functions:
-                options = {"jit_compile": True} if self.mode == "xla" and HAS_JIT_COMPILE else {}
-                self._functions[method] = tf.function(forward, **options)
-            forward = self._functions[method]
+    def _compiled(self, function):
+        """``function`` as the mode runs it: eager as it is, else a tf.function (XLA-compiled
+        in mode xla where tf.function can)."""
+        if self.mode == "eager":
+            return function
+        options = {"jit_compile": True} if self.mode == "xla" and HAS_JIT_COMPILE else {}
+        return tf.function(function, **options)
+
+    def _loss(self, inputs, training):
+        """Cross-entropy of the model's predictions for each input token at its position."""
+        logits = self.model(inputs, training=training)[0]
+        logits = tf.cast(tf.reshape(logits, [-1, tf.shape(logits)[-1]]), tf.float32)
+        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.reshape(inputs, [-1]), logits=logits))
+
+    def training_step(self, inputs, learning_rate):
+        optimizer = compat.keras_module().optimizers.Adam(learning_rate=learning_rate)
+        model = self.model
+
+        def step():
+            with tf.GradientTape() as tape:
+                loss = self._loss(inputs, training=True)
+            variables = model.trainable_variables
+            gradients = tape.gradient(loss, variables)
+            optimizer.apply_gradients([(gradient, variable) for gradient, variable
+                                       in zip(gradients, variables) if gradient is not None])
+            return loss
+        return self._device_call(self._compiled(step))
+
+    def evaluation_loss(self, inputs):
+        return float(self._loss(inputs, training=False).numpy())
+
+    def _device_call(self, function):
+        """``function`` as a timed call: on a GPU it keeps its output for the barrier."""
         if self.device == "cpu":
-            return lambda: forward(inputs)
+            return function
 
         def call():
-            self._last_output = forward(inputs)
+            self._last_output = function()
             return self._last_output
         return call
+
+    def call_for(self, method, inputs):
+        if method not in self._functions:
+            self._functions[method] = self._compiled(self._forward(method))
+        forward = self._functions[method]
+        return self._device_call(lambda: forward(inputs))
 
     def synchronise(self):
         if self.device != "cuda":
@@ -137,7 +170,10 @@ class TensorFlowAdapter(Adapter):
         if SYNC_DEVICES is not None:
             SYNC_DEVICES()
         elif self._last_output is not None:  # one value of the output waits for all of it
-            tf.reshape(self.last_hidden_state(self._last_output), [-1])[0].numpy()
+            output = self._last_output
+            if self.task != "training":
+                output = self.last_hidden_state(output)
+            tf.reshape(output, [-1])[0].numpy()
 
     def reset_device_peak(self):
         if self.device == "cuda" and hasattr(EXPERIMENTAL, "reset_memory_stats"):

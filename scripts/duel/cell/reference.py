@@ -79,19 +79,23 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
     del model
     gc.collect()
 
-    import tensorflow as tf
-
-    tensorflow_model = compat.model_class(family.tensorflow_class).from_pretrained(
-        pytorch_dir, from_pt=True
-    )
-    tensorflow_model.save_pretrained(tensorflow_dir)
+    try:
+        import tensorflow as tf
+    except ImportError:  # an environment or image with PyTorch only: PyTorch cells still run
+        log.write("tensorflow is not installed here: no TensorFlow copy of the weights\n")
+        tf = None
+    if tf is not None:
+        tensorflow_model = compat.model_class(family.tensorflow_class).from_pretrained(
+            pytorch_dir, from_pt=True
+        )
+        tensorflow_model.save_pretrained(tensorflow_dir)
     manifest = {
         "model": spec.name,
         "seed": seed,
         "lengths": made,
         "failed": failed,
         "torch": torch.__version__,
-        "tensorflow": tf.__version__,
+        "tensorflow": tf.__version__ if tf is not None else None,
         "transformers": compat.transformers_version(),
     }
     partial = os.path.join(folder, "reference.json.partial")

@@ -211,7 +211,7 @@ def test_runner_apptainer_puts_the_image_in_the_container_directive_and_the_shar
                           models_dir=TEST_MODELS, models=["tiny-bert-16pos"],
                           frameworks=["pytorch"], modes={"pytorch": ["eager"]}, batch_sizes=[1],
                           sequence_lengths=[8], method="duel", **QUICK)
-    snakemake(tmp_path, "--cores", "1", "--sdm", "apptainer", "--apptainer-args", "--nv",
+    snakemake(tmp_path, "--cores", "1", "--sdm", "apptainer", "--apptainer-args=--nv",
               "--configfile", config, env=env)
     calls = read(str(record)).splitlines()
     execs = [call for call in calls if " exec " in " %s " % call]

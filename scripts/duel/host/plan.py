@@ -184,7 +184,7 @@ def check_apptainer(config, checkout, enabled):
     if not enabled:
         raise PlanError(
             "config key 'runner': runner apptainer runs each job in its rule's container: image, "
-            "which Snakemake does only with `--sdm apptainer` (and --apptainer-args \"--nv\" "
+            "which Snakemake does only with `--sdm apptainer` (and --apptainer-args=--nv "
             "for cuda cells); add it, or use runner: native or docker.")
     for era, device in image_jobs(config):
         name = _image(config, checkout, era, device, "apptainer")

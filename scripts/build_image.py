@@ -74,7 +74,7 @@ def build_docker(args, log=sys.stderr):
 def build_apptainer(args, log=sys.stderr):
     engine = shutil.which("apptainer") or shutil.which("singularity")
     if engine is None:
-        raise images.ImageError("--engine apptainer: neither apptainer nor singularity is installed")
+        raise images.ImageError("--engine apptainer: apptainer (or singularity) is not installed")
     if args.base or args.local_base:
         raise images.ImageError("--engine apptainer takes its base from the definition's From: "
                                 "line; without a registry, build the docker image first and "

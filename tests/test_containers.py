@@ -72,8 +72,8 @@ def test_every_dockerfile_is_hadolint_clean():
                    if name.endswith("Dockerfile"))
     assert len(paths) == 4
     hadolint = shutil.which("hadolint", path=os.path.dirname(sys.executable)) or "hadolint"
-    result = subprocess.run([hadolint, "--config", os.path.join(REPO, "containers", ".hadolint.yaml")]
-                            + paths, capture_output=True, text=True)
+    config = os.path.join(REPO, "containers", ".hadolint.yaml")
+    result = subprocess.run([hadolint, "--config", config] + paths, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -164,7 +164,7 @@ def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_pat
     assert options == ["--volume", "%s:%s:rw" % (work, work), "--volume",
                        "%s:%s:ro" % (checkout, checkout), "--volume", "%s:%s:ro" % (models, models)]
     inside = run_in_docker.mounts(str(checkout), [str(checkout), str(checkout / "results")])
-    assert inside == ["--volume", "%s:%s:rw" % (checkout, checkout)]  # the default: run in the checkout
+    assert inside == ["--volume", "%s:%s:rw" % (checkout, checkout)]  # run in the checkout
     args = run_in_docker.parse_args(["--image", "duel/x:1", "--device", "cuda", "--threads", "3",
                                      "--checkout", str(checkout), "--record-image", "--",
                                      "python", "run_cell.py", "--output", "a b.parquet"])

@@ -4,8 +4,9 @@ Every era x device has a Dockerfile and an Apptainer definition in containers/
 (``<era>-<device>.Dockerfile``, ``<era>-<device>.def``). Each installs exactly one lock file of
 envs/ (named on its ``COPY envs/...`` line, resp. in its ``%files``) on a base image pinned by
 tag, and by digest where one is known. The default image name carries a tag made from the
-contents of both files, ``duel/<era>-<device>:<tag>``, so a changed lock file or Dockerfile names
-a new image, and planning asks for it to be built instead of running cells in a stale one.
+contents of the recipe and the lock file, ``duel/<era>-<device>:<tag>``, so a changed lock file
+or Dockerfile names a new image, and planning asks for it to be built instead of running cells in
+a stale one.
 
 Without a registry, a Debian-based image is built on a base made locally from Debian's packages:
 ``debootstrap --variant=minbase bookworm DIR``, then ``tar -C DIR -c . | docker import``.
@@ -82,11 +83,13 @@ def python_of(lock_path):
     return int(match.group(1)), int(match.group(2))
 
 
-def content_tag(checkout, era, device):
-    """12 hex digits of SHA-256 over the Dockerfile and the lock file it installs."""
+def content_tag(checkout, era, device, runner="docker"):
+    """12 hex digits of SHA-256 over the recipe (Dockerfile, or the Apptainer definition) and the
+    lock file it installs."""
     path = dockerfile(checkout, era, device)
+    recipe = definition(checkout, era, device) if runner == "apptainer" else path
     digest = hashlib.sha256()
-    for part in (path, os.path.join(checkout, lock_of(path))):
+    for part in (recipe, os.path.join(checkout, lock_of(path))):
         with open(part, "rb") as handle:
             digest.update(handle.read())
         digest.update(b"\0")
@@ -94,10 +97,12 @@ def content_tag(checkout, era, device):
 
 
 def default_image(checkout, era, device, runner):
-    """docker: ``duel/<era>-<device>:<tag>``; apptainer: ``containers/sif/<era>-<device>-<tag>.sif``."""
-    tag = content_tag(checkout, era, device)
+    """docker: ``duel/<era>-<device>:<tag>``; apptainer: ``containers/sif/<era>-<device>-<tag>.sif``
+    in the checkout."""
+    tag = content_tag(checkout, era, device, runner)
     if runner == "apptainer":
-        return os.path.join(checkout, CONTAINERS, "sif", "%s-%s.sif" % (image_key(era, device), tag))
+        name = "%s-%s.sif" % (image_key(era, device), tag)
+        return os.path.join(checkout, CONTAINERS, "sif", name)
     return "duel/%s:%s" % (image_key(era, device), tag)
 
 
@@ -144,7 +149,8 @@ def engine_problem():
         return str(error)
     if answer.returncode != 0 or not answer.stdout.strip():
         lines = (answer.stderr or answer.stdout).strip().splitlines()
-        return "`docker version` failed: %s" % (lines[-1].rstrip(".") if lines else answer.returncode)
+        return "`docker version` failed: %s" % (lines[-1].rstrip(".") if lines
+                                                 else answer.returncode)
     return None
 
 

@@ -19,12 +19,13 @@ from duel.host import eras, images
 import run_in_docker
 
 ERAS_DEVICES = [(era, device) for era in ("current", "hf2019") for device in ("cpu", "cuda")]
-# What each pinned base ships: the Python its lock file must be resolved for.
-BASE_PYTHON = {
-    "debian:12.7-slim": (3, 11),
-    "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04": (3, 12),
-    "python:3.7.16-slim-bullseye": (3, 7),
-    "tensorflow/tensorflow:2.0.0-gpu-py3": (3, 6),
+# The Python each image runs, which its lock file must be resolved for: what the base ships
+# (Debian bookworm 3.11, python:3.7), or what the Dockerfile adds (Ubuntu 18.04's python3.7 in
+# TensorFlow's 2019 image, whose own Python is 3.6).
+IMAGE_PYTHON = {
+    "debian:12.7-slim": ((3, 11), "python3 -m venv"),
+    "python:3.7.16-slim-bullseye": ((3, 7), "python3 -m venv"),
+    "tensorflow/tensorflow:2.0.0-gpu-py3": ((3, 7), "python3.7 -m venv"),
 }
 # The software a cell measures: the same release in every image of an era.
 MEASURED = ("torch", "tensorflow", "transformers", "numpy", "protobuf", "pyarrow", "h5py")
@@ -87,16 +88,17 @@ def test_each_image_installs_its_era_lock_file_on_a_pinned_base(era, device):
     assert name and "/" not in tag and tag not in ("", "latest"), base
     if "@" in base:
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", base.split("@", 1)[1]), base
-    assert BASE_PYTHON[base] == images.python_of(lock)
+    python, venv = IMAGE_PYTHON[base]
+    assert python == images.python_of(lock)
+    assert any(command.startswith(venv + " /opt/duel") for command in dockerfile_commands(read(path)))
     pins = [line.strip() for line in read(lock).splitlines()
             if line.strip() and not line.startswith("#")]
     assert pins and all(re.fullmatch(r"[A-Za-z0-9._\[\]-]+==[A-Za-z0-9.+]+", pin) for pin in pins)
     text = read(path)
     assert "FROM ${BASE}" in text
-    for command in dockerfile_commands(text):  # pip installs the lock file and nothing else
+    for command in dockerfile_commands(text):  # pip installs the lock file (and a pinned pip)
         if " pip install " in command:
-            assert command.endswith("-r /opt/duel/lock.txt") or command.endswith(
-                "\"$(grep -E '^pip==' /opt/duel/lock.txt)\""), command
+            assert re.search(r"(-r /opt/duel/lock.txt| pip==[0-9.]+)$", command), command
 
 
 @pytest.mark.parametrize("era, device", ERAS_DEVICES)
@@ -118,7 +120,8 @@ def versions(path):
 
 
 def test_images_of_one_era_measure_the_same_releases():
-    assert versions(lock_path("current", "cuda")) == versions(lock_path("current", "cpu"))
+    cpu, cuda = versions(lock_path("current", "cpu")), versions(lock_path("current", "cuda"))
+    assert cpu.items() <= cuda.items()  # the CUDA lock file is complete: a superset
     cpu, cuda = versions(lock_path("hf2019", "cpu")), versions(lock_path("hf2019", "cuda"))
     cuda["tensorflow"] = cuda.pop("tensorflow-gpu")  # TF 2.0's GPU build has its own name
     for package in MEASURED:
@@ -150,10 +153,15 @@ def test_wheels_from_this_disk_are_taken_only_for_pinned_versions_and_the_image_
                  "torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl",
                  "transformers-4.57.6-py3-none-any.whl", "six-1.17.0-py2.py3-none-any.whl"):
         (tmp_path / name).write_text("")
-    found = images.local_wheels(lock_path("current", "cpu"), [str(tmp_path)], (3, 11))
+    (tmp_path / "torch-2.13.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
+    found = images.local_wheels(lock_path("current", "cpu"), [str(tmp_path)], (3, 11), "cpu")
     assert sorted(os.path.basename(path) for path in found) == [
         "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
         "transformers-4.57.6-py3-none-any.whl"]
+    found = images.local_wheels(lock_path("current", "cuda"), [str(tmp_path)], (3, 11), "cuda")
+    assert "torch-2.13.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl" in [
+        os.path.basename(path) for path in found]
+    assert not [path for path in found if "+cpu" in path]
 
 
 def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_path):
@@ -219,7 +227,7 @@ def test_runner_apptainer_puts_the_image_in_the_container_directive_and_the_shar
     assert all(str(sif) in call and "--nv" in call for call in execs)
     assert any("make_reference.py" in call for call in execs)
     (row,) = pq.read_table(os.path.join(str(tmp_path), "results", "shards", "current", "cpu",
-                                        "pytorch", "eager", "inference",
+                                        "pytorch", "eager", "fp32", "inference",
                                         "tiny-bert-16pos.parquet")).to_pylist()
     assert row["status"] == "ok" and row["runner"] == "apptainer"
     assert row["image"] == str(sif) and row["image_digest"] == images.file_digest(str(sif))

@@ -30,12 +30,12 @@ TEST_LOCK = os.path.join(REPO, "tests", "data", "envs", "current-cpu-pytorch.txt
 
 def shard_file(workdir, framework, mode, model=MODEL):
     return os.path.join(str(workdir), "results", "shards", "current", "cpu", framework, mode,
-                        "inference", model + ".parquet")
+                        "fp32", "inference", model + ".parquet")
 
 
 def cell_log(workdir, framework, mode, model=MODEL):
     return os.path.join(str(workdir), "results", "logs", "cells", "current", "cpu", framework,
-                        mode, "inference", model + ".log")
+                        mode, "fp32", "inference", model + ".log")
 
 
 def snakemake_command(workdir, config, *args):

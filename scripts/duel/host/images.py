@@ -186,11 +186,13 @@ def pinned_versions(lock_path):
     return pins
 
 
-def local_wheels(lock_path, folders, python):
-    """Wheels in ``folders`` that are a pinned version (any local label, e.g. ``+cpu``) of a
-    package of the lock file, built for ``python`` (major, minor)."""
+def local_wheels(lock_path, folders, python, device):
+    """Wheels in ``folders`` that are a pinned version of a package of the lock file, built for
+    ``python`` (major, minor) and ``device``: a local label ``+cpu`` only for cpu, ``+cuXYZ``
+    only for cuda (pip prefers a labelled wheel, so a CPU torch would end up in a CUDA image)."""
     pins = pinned_versions(lock_path)
     interpreters = {"cp%d%d" % python, "py%d%d" % python, "py%d" % python[0]}
+    other = re.compile(r"^cu\d+" if device == "cpu" else r"^cpu")
     found = []
     for folder in folders:
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
@@ -199,7 +201,8 @@ def local_wheels(lock_path, folders, python):
             project, version, _, tags = parse_wheel_filename(name)
             wanted = pins.get(canonicalize_name(project))
             if wanted and version.public == Version(wanted).public and any(
-                    tag.interpreter in interpreters for tag in tags):
+                    tag.interpreter in interpreters for tag in tags) and not other.match(
+                    version.local or ""):
                 found.append(os.path.join(folder, name))
     return found
 
@@ -249,7 +252,7 @@ def build_context(checkout, era, device, folder, wheel_folders, ca_bundle, lock_
     shutil.copy2(definition(checkout, era, device), os.path.join(folder, "apptainer.def"))
     wheels_dir = os.path.join(folder, "build", "wheels")
     os.makedirs(wheels_dir, exist_ok=True)
-    wheels = local_wheels(lock_path, wheel_folders, python_of(lock_path))
+    wheels = local_wheels(lock_path, wheel_folders, python_of(lock_path), device)
     for wheel in wheels:
         _link_or_copy(wheel, os.path.join(wheels_dir, os.path.basename(wheel)))
     shutil.copy2(ca_bundle, os.path.join(folder, "build", "ca-certificates.crt"))

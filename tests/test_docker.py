@@ -39,8 +39,9 @@ def cell_log(workdir, framework, mode, model=MODEL):
 
 
 def snakemake_command(workdir, config, *args):
+    """Targets may be among ``args``: they come before --configfile, which takes several files."""
     return [sys.executable, "-m", "snakemake", "-s", os.path.join(REPO, "Snakefile"),
-            "--directory", str(workdir), "--cores", "all", "--configfile", config, *args]
+            "--directory", str(workdir), "--cores", "all", *args, "--configfile", config]
 
 
 def run_snakemake(workdir, config, env, *args, check=True, timeout=900):

@@ -43,7 +43,8 @@ def install_missing(log):
     if shutil.which("apt-get") is None:
         raise EngineError("%s missing and no apt-get to install them" % ", ".join(missing))
     environment = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (["apt-get", "update", "-qq"],
+    for command in (["dpkg", "--configure", "-a"],  # an install interrupted by an earlier run
+                    ["apt-get", "update", "-qq"],
                     ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing):
         result = subprocess.run(command, env=environment, stdout=log, stderr=subprocess.STDOUT)
         if result.returncode != 0:

@@ -2,6 +2,8 @@
 # Before the cells of a model, one job makes the weights all its cells share and the PyTorch
 # eager outputs each point is checked against, and (task training) another makes the model with
 # its language-modelling head that training cells start from (scripts/duel/cell/reference.py).
+# All run in the era's image with runner docker (params.launch: scripts/run_in_docker.py) or
+# apptainer (container:, under `snakemake --sdm apptainer`).
 
 
 rule make_reference:
@@ -9,50 +11,29 @@ rule make_reference:
         model_config=model_config,
         era_env=era_env_marker,
     output:
-        manifest=REFERENCE,
+        # reference.json (the inference reference) or training.json (the training weights)
+        manifest="results/reference/{era}/{model}/{weights}.json",
     log:
-        "results/logs/reference/{era}/{model}.log",
+        "results/logs/reference/{era}/{model}-{weights}.log",
     conda:
         era_conda_env
+    container:
+        era_container
     # Heavy compute: it takes as many cores as a timing cell, so it never runs beside one.
     threads: timing_threads
     resources:
         mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
         runtime=reference_runtime_min,
     params:
+        launch=launcher(record_image=False),
         python=era_python,
         script=MAKE_REFERENCE,
         folder=lambda wildcards, output: os.path.dirname(output.manifest),
-        sequence_lengths=joined(config["sequence_lengths"]),
+        what=reference_arguments,
         seed=config["seed"],
     shell:
-        "{params.python:q} {params.script:q} --model-config {input.model_config:q}"
-        " --sequence-lengths {params.sequence_lengths:q} --seed {params.seed}"
-        " --threads {threads} --output-dir {params.folder:q} > {log:q} 2>&1"
-
-
-rule make_training_weights:
-    input:
-        model_config=model_config,
-        era_env=era_env_marker,
-    output:
-        manifest=TRAINING_WEIGHTS,
-    log:
-        "results/logs/reference/{era}/{model}-training.log",
-    conda:
-        era_conda_env
-    threads: timing_threads
-    resources:
-        mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
-        runtime=reference_runtime_min,
-    params:
-        python=era_python,
-        script=MAKE_REFERENCE,
-        folder=lambda wildcards, output: os.path.dirname(output.manifest),
-        seed=config["seed"],
-    shell:
-        "{params.python:q} {params.script:q} --model-config {input.model_config:q}"
-        " --training-weights --seed {params.seed}"
+        "{params.launch:q} {params.python:q} {params.script:q}"
+        " --model-config {input.model_config:q} {params.what:q} --seed {params.seed}"
         " --threads {threads} --output-dir {params.folder:q} > {log:q} 2>&1"
 
 
@@ -67,6 +48,8 @@ rule run_cell:
         "results/logs/cells/{era}/{device}/{framework}/{mode}/{precision}/{task}/{model}.log",
     conda:
         era_conda_env
+    container:
+        era_container
     # A timing cell takes every core Snakemake may use, so no two cells ever share cores; on a
     # cluster it asks for config cell_threads whole cores (and a GPU for a cuda cell).
     threads: timing_threads
@@ -75,8 +58,10 @@ rule run_cell:
         runtime=cell_runtime_min,
         gpu=cell_gpus,
     params:
+        launch=launcher(record_image=True),
         python=era_python,
         runner=era_runner,
+        image=image_record,
         reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
         script=RUN_CELL,
         grid=grid,
@@ -86,7 +71,7 @@ rule run_cell:
         duel=config["duel"],
         hf2019=config["hf2019"],
     shell:
-        "{params.python:q} {params.script:q}"
+        "{params.launch:q} {params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"
         " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
         " --precision {wildcards.precision:q}"
@@ -100,4 +85,4 @@ rule run_cell:
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
         " --max-time-s {params.duel[max_time_s]}"
         " --repeat {params.hf2019[repeat]} --number {params.hf2019[number]}"
-        " --runner {params.runner} --output {output.shard:q} > {log:q} 2>&1"
+        " --runner {params.runner:q} {params.image:q} --output {output.shard:q} > {log:q} 2>&1"

@@ -1,4 +1,5 @@
 # Config validation and cell planning: everything here runs before any job is scheduled.
+import functools
 import json
 import os
 import sys
@@ -11,12 +12,17 @@ CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
-from duel.host import eras, plan, resources
+from duel.host import eras, images, plan, resources
+
+USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+USE_APPTAINER = (
+    DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
+)
 
 plan.coerce_command_line_numbers(config)
 validate(config, "../config/schema/config.schema.yaml")
 try:
-    CELLS = plan.plan_cells(config, CHECKOUT)
+    CELLS = plan.plan_cells(config, CHECKOUT, apptainer_enabled=USE_APPTAINER)
 except plan.PlanError as error:
     raise WorkflowError(str(error))
 
@@ -25,9 +31,10 @@ ERA_ENVS_DIR = plan.resolve_era_envs_dir(config, CHECKOUT)
 METHODS = plan.as_list(config["method"])
 RUN_CELL = os.path.join(CHECKOUT, "scripts", "run_cell.py")
 MAKE_REFERENCE = os.path.join(CHECKOUT, "scripts", "make_reference.py")
+RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "run_in_docker.py")
 REFERENCE = "results/reference/{era}/{model}/reference.json"
 TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
-USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+RUNNER = config["runner"]
 
 
 def is_native(wildcards):
@@ -44,16 +51,16 @@ def era_lock(wildcards):
 
 
 def era_env_marker(wildcards):
-    """A built era's finished environment (none for the native era or under --sdm conda)."""
-    if is_native(wildcards) or USE_CONDA:
+    """A built era's finished environment (none for the native era, in images, under conda)."""
+    if is_native(wildcards) or USE_CONDA or RUNNER != "native":
         return []
     prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
     return os.path.join(prefix, eras.MARKER)
 
 
 def era_python(wildcards):
-    """The interpreter of a cell: its era's venv, the conda env's, or the workflow's own."""
-    if USE_CONDA:
+    """The interpreter of a cell: its image's or conda env's, its era's venv, or our own."""
+    if USE_CONDA or RUNNER != "native":
         return "python"
     if is_native(wildcards):
         return sys.executable
@@ -62,9 +69,52 @@ def era_python(wildcards):
 
 
 def era_runner(wildcards):
+    if RUNNER != "native":
+        return RUNNER
     if USE_CONDA:
         return "conda"
     return "native" if is_native(wildcards) else "venv"
+
+
+def era_image(wildcards):
+    """The image of a job (runner docker or apptainer): config key images, else the default."""
+    return images.image_for(
+        config, CHECKOUT, wildcards.era, device_of(wildcards), RUNNER
+    )
+
+
+def era_container(wildcards):
+    """The rule's container: image, used by `snakemake --sdm apptainer` (runner apptainer)."""
+    return era_image(wildcards) if RUNNER == "apptainer" else None
+
+
+@functools.lru_cache(maxsize=None)
+def sif_digest(path):
+    return images.file_digest(path)
+
+
+def image_record(wildcards):
+    """--image/--image-digest for run_cell under apptainer (the docker runner adds its own)."""
+    if RUNNER != "apptainer":
+        return []
+    image = era_image(wildcards)
+    if not os.path.isfile(image):  # a URI: Snakemake pulls it after planning
+        return ["--image", image]
+    return ["--image", image, "--image-digest", sif_digest(image)]
+
+
+def launcher(record_image):
+    """The words before a job's command: none, or scripts/run_in_docker.py for runner docker."""
+
+    def words(wildcards, threads):
+        if RUNNER != "docker":
+            return []
+        words = [sys.executable, RUN_IN_DOCKER, "--image", era_image(wildcards)]
+        words += ["--device", device_of(wildcards), "--threads", str(threads)]
+        words += ["--checkout", CHECKOUT, "--mount", MODELS_DIR]
+        return words + (["--record-image"] if record_image else []) + ["--"]
+
+    return words
 
 
 def era_conda_env(wildcards):
@@ -81,6 +131,7 @@ wildcard_constraints:
     precision="|".join(config["precisions"]),
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
+    weights="reference|training",
 
 
 def shard_paths():
@@ -103,6 +154,14 @@ def cell_mem_mb(wildcards):
     return plan.estimate_mem_mb(
         architecture, max(batch_sizes), max(sequence_lengths), task == "training"
     )
+
+
+def reference_arguments(wildcards):
+    """What make_reference makes: the inference reference for the grid's lengths, or the
+    training weights."""
+    if wildcards.weights == "training":
+        return ["--training-weights"]
+    return ["--sequence-lengths", joined(config["sequence_lengths"])]
 
 
 def cell_weights(wildcards):

@@ -24,6 +24,10 @@ BAD = [
     (["models=[../../etc/passwd]"], ["models", "../../etc/passwd"]),
     (["duel={min_samples: 0}"], ["min_samples", "0"]),
     (["cell_threads=0"], ["cell_threads", "0"]),
+    (["runner=podman"], ["runner", "podman"]),
+    (["runner=docker", "images={current-cpu: x;touch /tmp/pwned}"],
+     ["images", "x;touch /tmp/pwned"]),
+    (["runner=docker", "images={gpu: duel/x:1}"], ["images", "gpu"]),
 ]
 
 

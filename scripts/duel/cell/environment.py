@@ -85,8 +85,11 @@ def git_commit():
     """The commit of the checkout this code runs from ('+dirty' if it has changes), or 'unknown'.
 
     Read by the cell itself rather than passed in, so that a new commit alone does not make
-    Snakemake re-run finished cells.
+    Snakemake re-run finished cells. In an image without git, the docker runner hands the
+    checkout's commit in as DUEL_GIT_COMMIT.
     """
+    if os.environ.get("DUEL_GIT_COMMIT"):
+        return os.environ["DUEL_GIT_COMMIT"]
     run = lambda *args: subprocess.check_output(
         ("git", "-C", HERE) + args, stderr=subprocess.DEVNULL
     ).decode().strip()

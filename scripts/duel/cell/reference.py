@@ -79,15 +79,28 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
     del model
     gc.collect()
 
-    tensorflow_model = compat.model_class(family.tensorflow_class).from_pretrained(
-        pytorch_dir, from_pt=True
-    )
-    tensorflow_model.save_pretrained(tensorflow_dir)
+    if _tensorflow(log) is not None:
+        tensorflow_model = compat.model_class(family.tensorflow_class).from_pretrained(
+            pytorch_dir, from_pt=True
+        )
+        tensorflow_model.save_pretrained(tensorflow_dir)
     return write_manifest(folder, "reference.json", {"model": spec.name, "seed": seed,
                                                      "lengths": made, "failed": failed})
 
 
-def make_training_weights(spec, seed, folder):
+def _tensorflow(log=None):
+    """TensorFlow, or None in an environment or image with PyTorch only (its PyTorch cells
+    still run; TensorFlow cells would find no TensorFlow copy of the weights)."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        if log is not None:
+            log.write("tensorflow is not installed here: no TensorFlow copy of the weights\n")
+        return None
+    return tf
+
+
+def make_training_weights(spec, seed, folder, log=sys.stderr):
     """The model with its language-modelling head, seeded, saved for both frameworks
     (``pytorch-lm/``, ``tensorflow-lm/``): every training cell of the model, in either framework,
     starts each point from exactly these weights. Manifest ``training.json``, written last."""
@@ -105,18 +118,20 @@ def make_training_weights(spec, seed, folder):
     model.save_pretrained(pytorch_dir)
     del model
     gc.collect()
-    compat.model_class(family.tensorflow_lm_class).from_pretrained(
-        pytorch_dir, from_pt=True).save_pretrained(tensorflow_dir)
+    if _tensorflow(log) is not None:
+        compat.model_class(family.tensorflow_lm_class).from_pretrained(
+            pytorch_dir, from_pt=True).save_pretrained(tensorflow_dir)
     return write_manifest(folder, "training.json", {"model": spec.name, "seed": seed,
                                                     "heads": family.pytorch_lm_class})
 
 
 def write_manifest(folder, name, manifest):
     """Write ``name`` in ``folder`` last and atomically, with the versions that made it."""
-    import tensorflow as tf
     import torch
 
-    manifest = dict(manifest, torch=torch.__version__, tensorflow=tf.__version__,
+    tf = _tensorflow()
+    manifest = dict(manifest, torch=torch.__version__,
+                    tensorflow=tf.__version__ if tf is not None else None,
                     transformers=compat.transformers_version())
     partial = os.path.join(folder, name + ".partial")
     with open(partial, "w") as handle:

@@ -47,7 +47,7 @@ def lock_file(checkout, era, device):
     for path in candidates:
         if os.path.isfile(path):
             return path
-    known = sorted({os.path.basename(path)[:-4].rsplit("-cpu", 1)[0]
+    known = sorted({re.sub(r"-(cpu|cuda)$", "", os.path.basename(path)[:-4])
                     for path in glob.glob(os.path.join(checkout, "envs", "*.txt"))
                     if not path.endswith("tests.txt")})
     raise EraError("config key 'eras': era %r has no lock file (%s); eras with one: %s"

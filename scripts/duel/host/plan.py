@@ -2,8 +2,9 @@
 
 The JSON schema catches wrong types, unknown keys and unsafe names; this module checks what a
 schema cannot: that every model has an architecture file, that each requested era has an
-environment and each device exists here. Every refusal names the key and the bad value, and
-happens while Snakemake plans, before any job starts.
+environment and each device exists here, and that a docker or apptainer runner has its engine
+and every image it will need. Every refusal names the key and the bad value, and happens while
+Snakemake plans, before any job starts.
 """
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 from collections import namedtuple
 
 from . import eras as era_envs
+from . import images
 
 Cell = namedtuple("Cell", "era device framework mode precision task model")
 
@@ -117,7 +119,8 @@ def check_eras(config, checkout, log=sys.stderr):
         for device in config["devices"]:
             try:
                 lock = era_envs.lock_file(checkout, era, device)
-                if era_envs.is_native(era, device):
+                native = era_envs.is_native(era, device)
+                if native or config.get("runner", "native") != "native":
                     continue
                 prefix = era_envs.env_prefix(envs_dir, era, device)
                 reason = era_envs.discard_if_stale(prefix, lock)
@@ -146,6 +149,69 @@ def check_devices(devices, has_gpu=gpu_present):
         )
 
 
+def image_jobs(config):
+    """(era, device) of every image the jobs need: each cell's, and the CPU one for references."""
+    devices = ["cpu"] + [device for device in config["devices"] if device != "cpu"]
+    return [(era, device) for era in config["eras"] for device in devices]
+
+
+def _image(config, checkout, era, device, runner):
+    try:
+        return images.image_for(config, checkout, era, device, runner)
+    except images.ImageError as error:
+        raise PlanError("config key 'runner': runner %s, era %s, device %s: %s"
+                        % (runner, era, device, error))
+
+
+def _missing(config, checkout, era, device, runner, name, where):
+    if (config.get("images") or {}).get(images.image_key(era, device)):
+        what_to_do = ("build or fetch it, or change config key 'images' (%s)"
+                      % images.image_key(era, device))
+    else:
+        what_to_do = images.build_hint(era, device, runner)
+    return PlanError("config key 'runner': runner %s needs image %s (era %s, device %s), which "
+                     "is not %s; %s" % (runner, name, era, device, where, what_to_do))
+
+
+def check_docker(config, checkout):
+    """The engine answers and has every image the jobs will run in."""
+    problem = images.engine_problem()
+    if problem:
+        raise PlanError(
+            "config key 'runner': runner docker needs a running Docker engine, and %s. Start "
+            "it (e.g. `systemctl start docker`, or dockerd by hand as in containers/README.md; "
+            "DOCKER_HOST names its socket), or use runner: native." % problem)
+    for era, device in image_jobs(config):
+        name = _image(config, checkout, era, device, "docker")
+        try:
+            found = images.image_id(name)
+        except images.ImageError as error:
+            raise PlanError("config key 'runner': runner docker: %s" % error)
+        if found is None:
+            raise _missing(config, checkout, era, device, "docker", name, "in the Docker engine")
+
+
+def check_apptainer(config, checkout, enabled):
+    """Snakemake runs the jobs in their container: images, and every local .sif exists."""
+    if not enabled:
+        raise PlanError(
+            "config key 'runner': runner apptainer runs each job in its rule's container: image, "
+            "which Snakemake does only with `--sdm apptainer` (and --apptainer-args=--nv "
+            "for cuda cells); add it, or use runner: native or docker.")
+    for era, device in image_jobs(config):
+        name = _image(config, checkout, era, device, "apptainer")
+        if "://" not in name and not os.path.isfile(name):
+            raise _missing(config, checkout, era, device, "apptainer", name, "a file")
+
+
+def check_runner(config, checkout, apptainer_enabled=False):
+    runner = config.get("runner", "native")
+    if runner == "docker":
+        check_docker(config, checkout)
+    elif runner == "apptainer":
+        check_apptainer(config, checkout, apptainer_enabled)
+
+
 def check_modes(frameworks, modes):
     for framework in frameworks:
         if not modes.get(framework):
@@ -155,15 +221,17 @@ def check_modes(frameworks, modes):
             )
 
 
-def plan_cells(config, checkout):
+def plan_cells(config, checkout, apptainer_enabled=False):
     """Every cell of the config, in a stable order; raises PlanError for what cannot run.
 
     Devices are checked per job (check_devices): whether a job runs here or on a cluster node
-    is known only then.
+    is known only then. ``apptainer_enabled``: Snakemake runs with ``--sdm apptainer`` (needed
+    by runner apptainer).
     """
     check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))
+    check_runner(config, checkout, apptainer_enabled)
     return [
         Cell(era, device, framework, mode, precision, task, model)
         for era in config["eras"]

@@ -39,8 +39,8 @@ def test_training_cells_in_both_frameworks_and_eras(tmp_path, models_dir):
         starts = [r["loss_start"] for r in rows if r["status"] == "ok" and r["era"] == era]
         assert len(starts) == 2 and abs(starts[0] - starts[1]) < 1e-4 * starts[0]
     workbook = openpyxl.load_workbook(os.path.join(str(tmp_path), "results", "summary.xlsx"))
-    assert "current cpu PT eager training duel" in workbook.sheetnames
-    layout = [list(r) for r in workbook["current cpu PT eager training duel"].iter_rows(
+    assert "current cpu PT eager train duel" in workbook.sheetnames
+    layout = [list(r) for r in workbook["current cpu PT eager train duel"].iter_rows(
         values_only=True)]
     assert "seconds per training step" in layout[1][0]
     assert ["peak host memory of the point (RSS), MiB"] == [

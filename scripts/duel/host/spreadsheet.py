@@ -26,6 +26,7 @@ from . import comparisons, history, summary
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
+TASK_SHORT = {"training": "train"}
 NOT_AVAILABLE = "N/A"
 BOLD = Font(bold=True)
 SHEET_NAME_LIMIT = 31
@@ -68,7 +69,7 @@ def layout_sheet_name(era, device, framework, mode, precision, task, method, tak
     if precision != "fp32":
         parts.append(precision)
     if task != "inference":
-        parts.append(task)
+        parts.append(TASK_SHORT.get(task, task))
     parts.append(method)
     name = " ".join(parts)
     if len(name) > SHEET_NAME_LIMIT or name in taken:

@@ -126,17 +126,29 @@ def write_layouts(workbook, frame, points, taken):
                 _write_table(sheet, group, points, column, MEMORY_FORMAT)
 
 
-def write_ratios(workbook, frame, points):
-    sheet = workbook.create_sheet("ratio PT-TF")
-    _append(sheet, ["PyTorch time / TensorFlow time per point, same era, device, precision, "
-                    "task, method and input (> 1: PyTorch slower); N/A where either point is "
-                    "not ok"], bold=True)
-    ratios = comparisons.framework_ratios(frame)
-    blocks = ["era", "device", "precision", "task", "method", "mode_pytorch", "mode_tensorflow"]
-    for values, group in ratios.groupby(blocks, sort=False):
+def write_comparison(workbook, name, intro, pairs, blocks, title, points, empty):
+    """A sheet of ratio tables (comparisons.py), one per block of ``pairs``; ``title`` names a
+    block from its keys and rows; ``empty`` says why a sheet has none."""
+    sheet = workbook.create_sheet(name)
+    _append(sheet, [intro], bold=True)
+    if pairs.empty:
+        _append(sheet, [empty])
+    for values, group in pairs.groupby(blocks, sort=False):
         _append(sheet, [])
-        _append(sheet, ["%s %s %s %s, method %s: PyTorch %s / TensorFlow %s" % values], bold=True)
+        _append(sheet, [title(dict(zip(blocks, values)), group)], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
+
+
+def write_ratios(workbook, frame, points):
+    write_comparison(
+        workbook, "ratio PT-TF",
+        "PyTorch time / TensorFlow time per point, same era, device, precision, task, method "
+        "and input (> 1: PyTorch slower); N/A where either point is not ok",
+        comparisons.framework_ratios(frame),
+        ["era", "device", "precision", "task", "method", "mode_pytorch", "mode_tensorflow"],
+        lambda keys, group: "%(era)s %(device)s %(precision)s %(task)s, method %(method)s: "
+                            "PyTorch %(mode_pytorch)s / TensorFlow %(mode_tensorflow)s" % keys,
+        points, "(this run has no cell of both frameworks)")
 
 
 def write_gflops(workbook, frame, points):
@@ -157,41 +169,30 @@ def write_gflops(workbook, frame, points):
 
 
 def write_mode_speedups(workbook, frame, points):
-    sheet = workbook.create_sheet("mode speed-up")
-    _append(sheet, ["Speed-up of each mode over eager: eager time / mode time per point, same "
-                    "framework, era, device, precision, task, method and input (> 1: the mode "
-                    "is faster); N/A where either point is not ok"], bold=True)
-    speedups = comparisons.mode_speedups(frame)
-    if speedups.empty:
-        _append(sheet, ["(this run has no mode besides eager next to an eager cell)"])
-    blocks = [key for key in summary.TABLE_KEYS if key != "mode"] + ["mode"]
-    for values, group in speedups.groupby(blocks, sort=False):
-        keys = dict(zip(blocks, values))
-        _append(sheet, [])
-        _append(sheet, ["%s %s over eager, %s, era %s, %s, %s, method %s" % (
-            keys["framework"], keys["mode"], keys["precision"], keys["era"], keys["task"],
-            keys["device"], keys["method"])], bold=True)
-        _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
+    write_comparison(
+        workbook, "mode speed-up",
+        "Speed-up of each mode over eager: eager time / mode time per point, same framework, "
+        "era, device, precision, task, method and input (> 1: the mode is faster); N/A where "
+        "either point is not ok",
+        comparisons.mode_speedups(frame),
+        [key for key in summary.TABLE_KEYS if key != "mode"] + ["mode"],
+        lambda keys, group: "%(framework)s %(mode)s over eager, %(precision)s, era %(era)s, "
+                            "%(task)s, %(device)s, method %(method)s" % keys,
+        points, "(this run has no mode besides eager next to an eager cell)")
 
 
 def write_cross_era(workbook, frame, points):
-    sheet = workbook.create_sheet("cross-era")
-    _append(sheet, ["Era current time / era hf2019 time, same device, framework, mode, task, "
-                    "method, model and point (< 1: today's stack faster); N/A where either "
-                    "point is not ok"], bold=True)
-    pairs = comparisons.cross_era(frame)
-    if pairs.empty:
-        _append(sheet, ["(this run has no cell in both eras)"])
-    blocks = ["device", "framework", "mode", "precision", "task", "method"]
-    for values, group in pairs.groupby(blocks, sort=False):
-        keys = dict(zip(blocks, values))
-        versions = (group["framework_version_hf2019"].iloc[0],
-                    group["framework_version_current"].iloc[0])
-        _append(sheet, [])
-        _append(sheet, ["%s %s %s %s %s, method %s: %s %s / %s" % (
+    write_comparison(
+        workbook, "cross-era",
+        "Era current time / era hf2019 time, same device, framework, mode, precision, task, "
+        "method, model and point (< 1: today's stack faster); N/A where either point is not ok",
+        comparisons.cross_era(frame),
+        ["device", "framework", "mode", "precision", "task", "method"],
+        lambda keys, group: "%s %s %s %s %s, method %s: %s %s / %s" % (
             keys["framework"], keys["mode"], keys["precision"], keys["task"], keys["device"],
-            keys["method"], keys["framework"], versions[1], versions[0])], bold=True)
-        _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
+            keys["method"], keys["framework"], group["framework_version_current"].iloc[0],
+            group["framework_version_hf2019"].iloc[0]),
+        points, "(this run has no cell in both eras)")
 
 
 def write_historical(workbook, frame):

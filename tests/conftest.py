@@ -33,6 +33,13 @@ def snakemake(workdir, *args, timeout=1200, check=True, env=None):
     return result
 
 
+def shard_file(workdir, framework, mode, model, era="current"):
+    """Where the workflow writes a cpu fp32 inference cell's shard under ``workdir``."""
+    from duel.host import plan
+    cell = plan.Cell(era, "cpu", framework, mode, "fp32", "inference", model)
+    return os.path.join(str(workdir), plan.shard_path(cell))
+
+
 def write_config(workdir, **values):
     """A config file in ``workdir`` (merged over config/config.yaml by Snakemake)."""
     path = os.path.join(str(workdir), "test-config.yaml")

@@ -18,6 +18,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
+import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
 from docker_engine import Engine, EngineError
 from duel.cell.environment import git_commit
@@ -29,8 +30,7 @@ TEST_LOCK = os.path.join(REPO, "tests", "data", "envs", "current-cpu-pytorch.txt
 
 
 def shard_file(workdir, framework, mode, model=MODEL):
-    return os.path.join(str(workdir), "results", "shards", "current", "cpu", framework, mode,
-                        "fp32", "inference", model + ".parquet")
+    return conftest.shard_file(workdir, framework, mode, model)
 
 
 def cell_log(workdir, framework, mode, model=MODEL):
@@ -132,7 +132,7 @@ def test_a_cell_runs_in_the_image_and_its_shard_says_so(tmp_path, engine, image)
     assert row["max_abs_diff"] is not None  # the reference (made in the image too) was used
     assert os.stat(shard_file(tmp_path, "pytorch", "eager")).st_uid == os.getuid()
     reference_log = os.path.join(str(tmp_path), "results", "logs", "reference", "current",
-                                 MODEL + ".log")
+                                 MODEL + "-reference.log")
     with open(reference_log) as handle:
         assert "image %s (%s)" % (name, image_id) in handle.read()
     assert os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))

@@ -19,6 +19,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
+import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
 from one_node_slurm import NODE, PARTITION, Cluster, ClusterError, install_packages
 
@@ -56,8 +57,7 @@ def ensure_slurm_venv():
 
 
 def shard_file(workdir, framework, mode, model=TINY):
-    return os.path.join(str(workdir), "results", "shards", "current", "cpu", framework, mode,
-                        "inference", model + ".parquet")
+    return conftest.shard_file(workdir, framework, mode, model)
 
 
 def run_snakemake(python, workdir, args, env, timeout=400, while_running=None):
@@ -163,7 +163,7 @@ def runs(cluster, tmp_path_factory):
     first = write_config(workdir, models_dir=str(models), models=[TINY, BROKEN], cell_threads=1,
                          **GRID)
     cancelled = []
-    marker = "tensorflow_eager_inference_" + TINY
+    marker = "tensorflow_eager_fp32_inference_" + TINY
     code, failed_log = run_snakemake(SLURM_PYTHON, workdir, profile + ["--configfile", first],
                                      cluster.env, while_running=cancel_when_running(
                                          cluster, marker, cancelled))
@@ -219,7 +219,7 @@ def test_the_resumed_run_submits_only_the_unfinished_cell_and_keeps_finished_sha
     assert os.stat(shard_file(workdir, "pytorch", "eager")).st_mtime_ns \
         == runs["after_failure"]["kept_mtime"]
     submitted = [line for line in log.splitlines() if "has been submitted with SLURM jobid" in line]
-    assert len(submitted) == 1 and "tensorflow_eager_inference_" + TINY in submitted[0], log
+    assert len(submitted) == 1 and "tensorflow_eager_fp32_inference_" + TINY in submitted[0], log
 
 
 def test_every_cell_ran_as_its_own_slurm_job_that_slurm_records_completed(runs):

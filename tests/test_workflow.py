@@ -10,16 +10,10 @@ import openpyxl
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, snakemake, write_config
+from conftest import QUICK, REPO, shard_file, snakemake, write_config
 from duel.cell import contract
-from duel.host import plan
 
 CELLS = [("pytorch", "eager"), ("tensorflow", "eager"), ("tensorflow", "function")]
-
-
-def shard_file(workdir, framework, mode, model, era="current"):
-    cell = plan.Cell(era, "cpu", framework, mode, "fp32", "inference", model)
-    return os.path.join(str(workdir), plan.shard_path(cell))
 
 
 @pytest.fixture(scope="module")

@@ -90,8 +90,8 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu PT eager duel", "current cpu PT eager hf2019",
         "current cpu TF eager duel", "current cpu TF eager hf2019",
         "current cpu TF func duel", "current cpu TF func hf2019",
-        "ratio PT-TF", "mode speed-up", "GFLOP per s", "cross-era", "historical 2019",
-        "environment"]
+        "ratio PT-TF", "statistics", "mode speed-up", "GFLOP per s", "cross-era",
+        "historical 2019", "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))

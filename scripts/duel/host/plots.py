@@ -399,8 +399,10 @@ def gflops_charts(frame):
 
 
 def _heat_colour_limit(ratios):
+    """The colour scale's reach in log2: the largest ratio seen, but at least 2x either way, so
+    a 10% difference never looks as strong as a two-fold one."""
     values = [abs(np.log2(value)) for value in ratios if value and value > 0]
-    return max([np.log2(1.25)] + values)
+    return max([1.0] + values)
 
 
 def ratio_charts(frame, ratios):

@@ -12,7 +12,8 @@
 2. Agreement: Duel's median, ``torch.utils.benchmark.Timer`` (``blocked_autorange``, the same
    thread count) and a bare ``perf_counter`` loop, on the same PyTorch model and input,
    measured side by side in one process: interleaved rounds whose order rotates, so drift in the
-   machine's load reaches all three alike. Target: within a few percent.
+   machine's load reaches all three alike; the agreement is the median over rounds of each
+   round's ratio (a paired comparison). Target: within a few percent.
 3. Repeatability: the same cell (``scripts/run_cell.py``, the workflow's own entry point) run
    twice, one process after the other; per point the second run's median / the first's.
 
@@ -167,8 +168,11 @@ def measure_agreement(config, threads):
         results.append({
             "model": spec.name, "batch_size": batch, "seq_len": length, "threads": threads,
             "rounds_ms": rounds, "median_ms": medians,
-            "duel_over_timer": medians["duel"] / medians["timer"],
-            "duel_over_bare": medians["duel"] / medians["bare"],
+            # paired: each round's three figures were taken back to back, under the same load
+            "duel_over_timer": statistics.median(
+                duel / other for duel, other in zip(rounds["duel"], rounds["timer"])),
+            "duel_over_bare": statistics.median(
+                duel / other for duel, other in zip(rounds["duel"], rounds["bare"])),
             "round_spread": dict((method, max(values) / min(values) - 1.0)
                                  for method, values in rounds.items()),
             "load_before": before, "load_after": load(),
@@ -233,7 +237,7 @@ def markdown(report):
     for row in report["agreement"]:
         lines.append(
             "| 2 | %s %dx%d, %d threads: duel %.2f ms, Timer %.2f ms, bare loop %.2f ms (spread "
-            "over %d rounds: %s / %s / %s) | duel/Timer %s, duel/bare %s | within a few %% |" % (
+            "over %d rounds: %s / %s / %s) | duel/Timer %s, duel/bare %s (median of per-round ratios) | within a few %% |" % (
                 row["model"], row["batch_size"], row["seq_len"], row["threads"],
                 row["median_ms"]["duel"], row["median_ms"]["timer"], row["median_ms"]["bare"],
                 len(row["rounds_ms"]["duel"]), percent(row["round_spread"]["duel"]),
@@ -248,9 +252,16 @@ def markdown(report):
     loads = [part["load_before"]["load_1min"] for part in [overhead] + report["agreement"]
              + report["repeatability"]] + [overhead["load_after"]["load_1min"]]
     lines.append("")
-    lines.append("Machine: %s, %d usable CPUs; 1-minute load average during the run %.2f-%.2f; "
-                 "mode %s; %s." % (environment.cpu_model(), report["threads"], min(loads),
-                                   max(loads), report["mode"], report["finished_at"]))
+    spread = max(max(row["round_spread"].values()) for row in report["agreement"])
+    if max(loads) > report["threads"] + 1.0 or spread > 0.10:  # its own threads count too
+        lines.append("**Disturbed**: load average up to %.2f with %d threads of its own, rounds "
+                     "of one method up to %s apart: other work shared the cores; re-run on a "
+                     "quiet machine." % (max(loads), report["threads"], percent(spread)))
+        lines.append("")
+    lines.append("Machine: %s, %d usable CPUs, %d threads; 1-minute load average during the run "
+                 "%.2f-%.2f; mode %s; %s." % (
+                     environment.cpu_model(), environment.usable_cpus(), report["threads"],
+                     min(loads), max(loads), report["mode"], report["finished_at"]))
     return "\n".join(lines)
 
 

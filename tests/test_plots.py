@@ -130,15 +130,6 @@ def test_a_kind_this_run_cannot_show_says_why(tmp_path):
     assert len(written["frameworks"]) == 2
 
 
-def test_a_table_without_the_precision_column_is_read_as_fp32(tmp_path):
-    frame = write_run(tmp_path, CELLS[:2])
-    assert "precision" not in frame.columns
-    ratios = statistics.point_ratios(frame)
-    assert set(ratios["precision"]) == {"fp32"}
-    frame["precision"] = "bf16"
-    assert set(statistics.point_ratios(frame)["precision"]) == {"bf16"}
-
-
 def test_drawing_twice_gives_the_same_svg(tmp_path):
     frame = write_run(tmp_path, CELLS[:2])
     ratios = statistics.point_ratios(frame)

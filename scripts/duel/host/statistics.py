@@ -161,4 +161,4 @@ def pair_summary(ratios):
 def headline(frame):
     """The 2019 article's headline table: mean over models per framework and device (the 2019
     aggregation, seconds), beside the median, the published figures first (history.py)."""
-    return history.historical_table(frame)
+    return history.historical_table(scopes.prepared(frame))

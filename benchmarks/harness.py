@@ -130,12 +130,12 @@ def measure_overhead(config):
 
 def measure_agreement(config, threads):
     """Part 2: Duel, torch.utils.benchmark.Timer and a bare loop on one model and input."""
-    run_cell.prepare_process("pytorch", threads)
+    run_cell.prepare_process("pytorch", "cpu", threads)
     from torch.utils import benchmark
 
     from duel.cell.adapters import load_adapter
 
-    adapter = load_adapter("pytorch")("eager", "cpu", threads)
+    adapter = load_adapter("pytorch")("eager", "cpu", "fp32", threads)
     spec = models.load_model_spec(config["model"])
     adapter.build(spec, seed=0)
     results = []

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """A benchmark of Duel's timing harness itself (not a test): overhead, agreement, repeatability.
 
-    .venv/bin/python benchmarks/harness.py                 # full mode, about 5 minutes on 2 cores
+    .venv/bin/python benchmarks/harness.py                 # full mode, about 6 minutes on 2 cores
     .venv/bin/python benchmarks/harness.py --quick         # seconds; the test suite runs this
     .venv/bin/python benchmarks/harness.py --output harness.json   # every number as JSON too
 
@@ -42,8 +42,8 @@ FULL = {
     "busy_samples": 2000,
     "model": os.path.join(CHECKOUT, "config", "models", "bert-base-cased.json"),
     "points": [(1, 8), (1, 128)],
-    "rounds": 5,
-    "min_time_s": 2.0,
+    "rounds": 9,
+    "min_time_s": 1.0,
     "cell": {"model": os.path.join(CHECKOUT, "config", "models", "distilbert-base-uncased.json"),
              "cells": [("pytorch", "eager"), ("tensorflow", "function")],
              "batch_sizes": "1", "sequence_lengths": "8,128", "min_time_s": "1.0"},
@@ -148,26 +148,29 @@ def measure_agreement(config, threads):
         with adapter.inference_context("duel"):
             for _ in range(3):
                 call()
+            # One block length for all three: at least min_time_s and 10 calls, so each takes
+            # about as many samples as duel's own minimum and the blocks of a round are alike.
+            call_s = min(bare_samples_ms(call, count=3)) / 1000.0
+            block_s = max(config["min_time_s"], 10 * call_s)
             for index in range(config["rounds"]):
                 order = methods[index % 3:] + methods[:index % 3]  # rotate who goes first
                 for method in order:
                     if method == "duel":
                         measurement = timing.time_duel(
-                            call, adapter.synchronise, duel_settings(min_time_s=config["min_time_s"]))
+                            call, adapter.synchronise, duel_settings(min_time_s=block_s))
                         value = statistics.median(measurement.samples_ms)
                     elif method == "timer":
                         timer = benchmark.Timer(stmt="call()", globals={"call": call},
                                                 num_threads=threads)
-                        value = timer.blocked_autorange(min_run_time=config["min_time_s"]).median
+                        value = timer.blocked_autorange(min_run_time=block_s).median
                         value *= 1000.0
                     else:
-                        value = statistics.median(bare_samples_ms(
-                            call, min_time_s=config["min_time_s"]))
+                        value = statistics.median(bare_samples_ms(call, min_time_s=block_s))
                     rounds[method].append(value)
         medians = dict((method, statistics.median(values)) for method, values in rounds.items())
         results.append({
             "model": spec.name, "batch_size": batch, "seq_len": length, "threads": threads,
-            "rounds_ms": rounds, "median_ms": medians,
+            "block_s": block_s, "rounds_ms": rounds, "median_ms": medians,
             # paired: each round's three figures were taken back to back, under the same load
             "duel_over_timer": statistics.median(
                 duel / other for duel, other in zip(rounds["duel"], rounds["timer"])),
@@ -236,11 +239,12 @@ def markdown(report):
     ]
     for row in report["agreement"]:
         lines.append(
-            "| 2 | %s %dx%d, %d threads: duel %.2f ms, Timer %.2f ms, bare loop %.2f ms (spread "
-            "over %d rounds: %s / %s / %s) | duel/Timer %s, duel/bare %s (median of per-round ratios) | within a few %% |" % (
+            "| 2 | %s %dx%d, %d threads: duel %.2f ms, Timer %.2f ms, bare loop %.2f ms (%d rounds "
+            "of %.1f s blocks; spread %s / %s / %s) | duel/Timer %s, duel/bare %s (median of "
+            "per-round ratios) | within a few %% |" % (
                 row["model"], row["batch_size"], row["seq_len"], row["threads"],
                 row["median_ms"]["duel"], row["median_ms"]["timer"], row["median_ms"]["bare"],
-                len(row["rounds_ms"]["duel"]), percent(row["round_spread"]["duel"]),
+                len(row["rounds_ms"]["duel"]), row["block_s"], percent(row["round_spread"]["duel"]),
                 percent(row["round_spread"]["timer"]), percent(row["round_spread"]["bare"]),
                 percent(row["duel_over_timer"] - 1.0), percent(row["duel_over_bare"] - 1.0)))
     for row in report["repeatability"]:

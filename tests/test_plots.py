@@ -80,7 +80,8 @@ def test_every_kind_draws_a_figure_per_scope_as_png_and_svg(drawn):
         # only era current has a graph mode beside its eager mode
         "modes": ["current_cpu_fp32_inference_duel"],
         # PyTorch eager and TensorFlow function ran in both eras
-        "eras": ["cpu_fp32_inference_duel_pytorch_eager", "cpu_fp32_inference_duel_tensorflow_function"],
+        "eras": ["cpu_fp32_inference_duel_pytorch_eager",
+                 "cpu_fp32_inference_duel_tensorflow_function"],
     }
     for kind, stems in expected.items():
         files = sorted(os.listdir(folders[kind]))

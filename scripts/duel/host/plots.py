@@ -360,7 +360,8 @@ def eras_charts(frame, old="hf2019", new="current"):
         eras = set(group["era"])
         if not {old, new} <= eras:
             continue
-        in_both = set(group[group["era"] == old]["model"]) & set(group[group["era"] == new]["model"])
+        models_of = dict((era, set(rows["model"])) for era, rows in group.groupby("era"))
+        in_both = models_of.get(old, set()) & models_of.get(new, set())
         group = group[group["era"].isin([old, new]) & group["model"].isin(in_both)]
         if group.empty:
             continue

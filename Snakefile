@@ -15,9 +15,15 @@ include: "rules/common.smk"
 include: "rules/envs.smk"
 include: "rules/cells.smk"
 include: "rules/summary.smk"
+include: "rules/report.smk"
+
+
+# The front page of `snakemake --report results/report.html`.
+report: "report/workflow.rst"
 
 
 rule all:
     default_target: True
     input:
         summary_outputs(),
+        report_outputs(),

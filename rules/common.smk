@@ -238,3 +238,44 @@ onstart:
 
 def joined(values):
     return ",".join(str(value) for value in values)
+
+
+# Report (rules/report.smk): the kinds of charts, and what `rule all` builds besides the summary.
+PLOT_KINDS = ["ratio", "frameworks", "length", "modes", "eras", "memory", "gflops"]
+PLOT_SUBCATEGORIES = {
+    "ratio": "Which framework is faster",
+    "frameworks": "PyTorch vs TensorFlow per model",
+    "length": "Time vs sequence length",
+    "modes": "Graph modes vs eager",
+    "eras": "2019 stack vs today",
+    "memory": "Peak memory",
+    "gflops": "Achieved GFLOP/s",
+}
+
+
+def report_outputs():
+    """What `rule all` builds beside the summary so that a default run has its report."""
+    return [
+        "results/statistics/statistics.html",
+        "results/environment.html",
+    ] + expand("results/plots/{kind}", kind=PLOT_KINDS)
+
+
+def plot_output(kind):
+    """One kind's folder of charts, each PNG in the report with the kind's caption."""
+    return report(
+        directory("results/plots/%s" % kind),
+        patterns=["{figure}.png"],
+        caption="../report/plots/%s.rst" % kind,
+        category="Charts" if kind != "ratio" else "At a glance",
+        subcategory=PLOT_SUBCATEGORIES[kind],
+        labels={"figure": "{figure}"},
+    )
+
+
+# The environment page lists the lock file of every era and device the run used.
+ERA_DEVICES = sorted({(cell.era, cell.device) for cell in CELLS})
+
+
+def era_lock_files(wildcards):
+    return [eras.lock_file(CHECKOUT, era, device) for era, device in ERA_DEVICES]

@@ -11,7 +11,11 @@ rule merge_shards:
     output:
         parquet="results/summary.parquet",
         csv="results/summary.csv",
-        xlsx="results/summary.xlsx",
+        xlsx=report(
+            "results/summary.xlsx",
+            caption="../report/summary.rst",
+            category="Data",
+        ),
         csv_2019=directory("results/csv-2019"),
     log:
         "results/logs/merge_shards.log",

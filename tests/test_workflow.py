@@ -1,4 +1,5 @@
 """End to end: the real workflow, real models of both frameworks, in a temporary directory."""
+import csv
 import json
 import os
 import signal
@@ -84,8 +85,8 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu PT eager duel", "current cpu PT eager hf2019",
         "current cpu TF eager duel", "current cpu TF eager hf2019",
         "current cpu TF func duel", "current cpu TF func hf2019",
-        "ratio PT-TF", "mode speed-up", "GFLOP per s", "cross-era", "historical 2019",
-        "environment"]
+        "ratio PT-TF", "statistics", "mode speed-up", "GFLOP per s", "cross-era",
+        "historical 2019", "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))
@@ -120,10 +121,43 @@ def test_a_finished_run_has_nothing_left_to_do(run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
+def test_the_run_has_its_charts_statistics_and_report(run):
+    """A default target builds every chart kind; `snakemake --report` gathers them with the
+    spreadsheet, the statistics and the environment."""
+    workdir, _, _ = run
+    results = os.path.join(str(workdir), "results")
+    scopes = ["current_cpu_fp32_inference_duel", "current_cpu_fp32_inference_hf2019"]
+    for kind in ("ratio", "frameworks", "length", "modes", "memory", "gflops"):
+        files = sorted(os.listdir(os.path.join(results, "plots", kind)))
+        assert [f for f in files if not f.startswith(".")] == sorted(
+            "%s.%s" % (scope, ext) for scope in scopes for ext in ("png", "svg")), kind
+    assert "not-in-this-run.png" in os.listdir(os.path.join(results, "plots", "eras"))
+    with open(os.path.join(results, "statistics", "ratios.csv")) as handle:
+        lines = list(csv.DictReader(handle))
+    assert len(lines) == 2 * 2 * 2 * 6  # methods x TensorFlow modes x models x points
+    verdicts = " | ".join(line["verdict"] for line in lines)
+    assert "too few samples" in verdicts  # the quick settings take 3 samples per point
+    assert "PyTorch error, TensorFlow error" in verdicts and "PyTorch N/A, TensorFlow N/A" in \
+        verdicts
+
+    report_path = os.path.join(results, "report.html")
+    result = snakemake(workdir, "--cores", "1", "--configfile",
+                       os.path.join(str(workdir), "test-config.yaml"), "--report", report_path)
+    assert "Report created" in result.stderr + result.stdout
+    with open(report_path) as handle:
+        page = handle.read()
+    for name in ("summary.xlsx", "environment.html", "statistics.html", "ratios.csv",
+                 "current_cpu_fp32_inference_duel.png", "Which framework is faster",
+                 "Time vs sequence length", "Graph modes vs eager"):
+        assert name in page, name
+    assert page.count("data:image/png;") == 13  # every chart's PNG embedded
+
+
 def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
     """SIGKILL the whole run while its second cell runs; the rerun keeps the first shard.
 
-    Steps: the shared reference, three cells, the merge, the target.
+    Steps: the shared reference, three cells, the merge, statistics, charts, environment, the
+    target.
     """
     config = write_config(tmp_path, models_dir=models_dir, models=["tiny-bert-16pos"],
                           batch_sizes=[1], sequence_lengths=[8], method="duel", **QUICK)
@@ -138,7 +172,7 @@ def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
         deadline = time.time() + 300
         while time.time() < deadline:
             with open(log_path) as log:
-                if "2 of 6 steps (33%) done" in log.read():
+                if "2 of 9 steps (22%) done" in log.read():
                     break
             time.sleep(0.2)
         else:

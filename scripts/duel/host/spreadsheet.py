@@ -6,6 +6,8 @@ Sheets:
 - one sheet per era x device x framework x mode x precision x task x method in the 2019
   layout: a row per model, a column per point ``BxL`` (batch x length), seconds per call, N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
+- ``statistics``: that ratio per point with its bootstrap confidence interval from the raw
+  samples, whether the difference is clear, and per pair of modes the count of clear wins.
 - ``mode speed-up``: eager time / mode time per framework (> 1: the mode is faster).
 - ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time), with the
   hardware's nominal peak and the share of it (peaks.py).
@@ -22,7 +24,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 import pandas as pd
 
-from . import comparisons, history, summary
+from . import comparisons, history, statistics, summary
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
@@ -151,6 +153,26 @@ def write_ratios(workbook, frame, points):
         points, "(this run has no cell of both frameworks)")
 
 
+def write_statistics(workbook, frame):
+    sheet = workbook.create_sheet("statistics")
+    _append(sheet, ["PyTorch / TensorFlow ratio of each method's figure (duel: median, hf2019: "
+                    "mean) per point, with a %d%% percentile bootstrap confidence interval "
+                    "(%d resamples of each framework's raw samples, seed %d); clear: the "
+                    "interval excludes 1 (< 1: PyTorch faster). No interval with fewer than %d "
+                    "samples." % (round(statistics.CONFIDENCE * 100), statistics.RESAMPLES,
+                                  statistics.SEED, statistics.MIN_SAMPLES)], bold=True)
+    ratios = statistics.point_ratios(frame)
+    if ratios.empty:
+        _append(sheet, ["(this run has no point that both frameworks ran)"])
+        return
+    for table in (statistics.pair_summary(ratios), ratios):
+        _append(sheet, [])
+        _append(sheet, list(table.columns), bold=True)
+        for row in table.itertuples(index=False):
+            _append(sheet, row, number_format=RATIO_FORMAT)
+    _widen_first_column(sheet, 10)
+
+
 def write_gflops(workbook, frame, points):
     sheet = workbook.create_sheet("GFLOP per s")
     _append(sheet, ["Achieved GFLOP/s per point: analytic forward FLOPs (matrix products, "
@@ -226,6 +248,7 @@ def write_about(sheet, sheet_names):
         ["layout sheets", "2019 layout: a row per model, a column per batch x length; seconds "
                           "per call (duel: median; hf2019: mean, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
+        ["statistics", "that ratio with its bootstrap confidence interval; clear: it excludes 1"],
         ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],
         ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "
                         "share of the hardware's nominal peak where known"],
@@ -273,6 +296,7 @@ def write_workbook(frame, path):
     write_long(workbook, frame)
     write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
+    write_statistics(workbook, frame)
     write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)

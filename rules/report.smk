@@ -1,0 +1,76 @@
+# What a person reads: bootstrap statistics, charts and the environment, all made from the
+# merged table, and gathered with their captions by `snakemake --report results/report.html`.
+
+
+localrules:
+    compute_statistics,
+    make_plots,
+    describe_environment,
+
+
+rule compute_statistics:
+    input:
+        parquet="results/summary.parquet",
+    output:
+        ratios=report(
+            "results/statistics/ratios.csv",
+            caption="../report/ratios.rst",
+            category="Data",
+        ),
+        pairs="results/statistics/pairs.csv",
+        headline="results/statistics/headline.csv",
+        html=report(
+            "results/statistics/statistics.html",
+            caption="../report/statistics.rst",
+            category="At a glance",
+            subcategory="How sure is each difference",
+        ),
+    log:
+        "results/logs/compute_statistics.log",
+    conda:
+        "../envs/current-cpu.yaml"
+    threads: 1
+    script:
+        "../scripts/compute_statistics.py"
+
+
+rule make_plots:
+    input:
+        parquet="results/summary.parquet",
+        ratios="results/statistics/ratios.csv",
+    output:
+        ratio=plot_output("ratio"),
+        frameworks=plot_output("frameworks"),
+        length=plot_output("length"),
+        modes=plot_output("modes"),
+        eras=plot_output("eras"),
+        memory=plot_output("memory"),
+        gflops=plot_output("gflops"),
+    log:
+        "results/logs/make_plots.log",
+    conda:
+        "../envs/current-cpu.yaml"
+    threads: 1
+    script:
+        "../scripts/make_plots.py"
+
+
+rule describe_environment:
+    input:
+        parquet="results/summary.parquet",
+        locks=era_lock_files,
+    output:
+        html=report(
+            "results/environment.html",
+            caption="../report/environment.rst",
+            category="Data",
+        ),
+    log:
+        "results/logs/describe_environment.log",
+    conda:
+        "../envs/current-cpu.yaml"
+    threads: 1
+    params:
+        eras=["%s-%s" % pair for pair in ERA_DEVICES],
+    script:
+        "../scripts/describe_environment.py"

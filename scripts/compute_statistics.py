@@ -1,0 +1,34 @@
+"""Snakemake script: bootstrap statistics of a merged run (results/statistics/)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import pandas as pd  # noqa: E402
+
+from duel.host import pages, statistics  # noqa: E402
+
+
+def main(parquet_path, ratios_csv, pairs_csv, headline_csv, html_path):
+    frame = pd.read_parquet(parquet_path)
+    ratios = statistics.point_ratios(frame)
+    pairs = statistics.pair_summary(ratios)
+    headline = statistics.headline(frame)
+    ratios.to_csv(ratios_csv, index=False)
+    pairs.to_csv(pairs_csv, index=False)
+    headline.to_csv(headline_csv, index=False)
+    with open(html_path, "w") as handle:
+        handle.write(pages.statistics_page(ratios, pairs, headline))
+    print("%d paired points; %s" % (len(ratios), ratios["verdict"].value_counts().to_dict()))
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stdout = sys.stderr = log
+        main(
+            snakemake.input.parquet,  # noqa: F821
+            snakemake.output.ratios,  # noqa: F821
+            snakemake.output.pairs,  # noqa: F821
+            snakemake.output.headline,  # noqa: F821
+            snakemake.output.html,  # noqa: F821
+        )

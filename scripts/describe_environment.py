@@ -1,0 +1,25 @@
+"""Snakemake script: the environment of every cell and the eras' lock files, as one page."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import pandas as pd  # noqa: E402
+
+from duel.host import pages  # noqa: E402
+
+
+def main(parquet_path, lock_files, html_path):
+    frame = pd.read_parquet(parquet_path)
+    with open(html_path, "w") as handle:
+        handle.write(pages.environment_page(frame, lock_files))
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stdout = sys.stderr = log
+        main(
+            snakemake.input.parquet,  # noqa: F821
+            list(zip(snakemake.params.eras, snakemake.input.locks)),  # noqa: F821
+            snakemake.output.html,  # noqa: F821
+        )

@@ -1,0 +1,124 @@
+"""Plain HTML pages the Snakemake report shows: the statistics and the environment of a run.
+
+Self-contained (no script, no external style sheet): the report embeds each page as it is.
+"""
+import html
+import math
+import platform
+from importlib import metadata
+
+from . import statistics, summary
+
+STYLE = """
+body { font-family: sans-serif; font-size: 13px; margin: 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+th { background: #f0f0f0; }
+td.text, th.text { text-align: left; }
+tr.pytorch td.verdict { background: #cfe0f5; }
+tr.tensorflow td.verdict { background: #f8d3c4; }
+tr.unclear td.verdict { background: #eeeeee; }
+pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
+"""
+HOST_PACKAGES = ("snakemake", "pandas", "numpy", "pyarrow", "openpyxl", "matplotlib")
+
+
+def _cell(value):
+    """A table cell's text: numbers with 4 significant digits (ratios) or as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else "%.4g" % value
+    try:
+        if value != value:  # pandas' missing markers
+            return ""
+    except TypeError:
+        return ""
+    return str(value)
+
+
+def table(frame, row_class=None):
+    """``frame`` as an HTML table; text columns left-aligned, ``row_class(row)`` per row."""
+    text_columns = {name for name in frame.columns if frame[name].dtype.kind not in "if"}
+    head = "".join('<th class="%s">%s</th>' % ("text" if name in text_columns else "num",
+                                               html.escape(str(name))) for name in frame.columns)
+    lines = ["<table>", "<tr>%s</tr>" % head]
+    for _, row in frame.iterrows():
+        cells = "".join('<td class="%s">%s</td>' % (
+            "verdict text" if name == "verdict" else ("text" if name in text_columns else "num"),
+            html.escape(_cell(row[name]))) for name in frame.columns)
+        css = row_class(row) if row_class else ""
+        lines.append('<tr class="%s">%s</tr>' % (css, cells))
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
+def page(title, body):
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>"
+            "<style>%s</style></head><body><h1>%s</h1>\n%s\n</body></html>\n"
+            % (html.escape(title), STYLE, html.escape(title), body))
+
+
+def _verdict_class(row):
+    verdict = str(row["verdict"])
+    if verdict == "PyTorch faster":
+        return "pytorch"
+    if verdict == "TensorFlow faster":
+        return "tensorflow"
+    return "unclear"
+
+
+def statistics_page(ratios, pairs, headline):
+    """Who is faster where and how sure: counts per pair of modes, the 2019 headline, every
+    point."""
+    method = (
+        "<p>Ratio: PyTorch time / TensorFlow time of the method's figure (duel: median; hf2019: "
+        "mean, as 2019) on the same model and input; &lt; 1: PyTorch faster. Interval: %d%% "
+        "percentile bootstrap, %d resamples of each framework's raw samples, seed %d. "
+        "<b>Clear</b>: the interval excludes 1. Points with fewer than %d samples get no "
+        "interval.</p>" % (round(statistics.CONFIDENCE * 100), statistics.RESAMPLES,
+                           statistics.SEED, statistics.MIN_SAMPLES))
+    body = [
+        method,
+        "<h2>At a glance: clear wins per pair of modes</h2>",
+        "<p>geomean_ratio: geometric mean of the compared points' ratios.</p>",
+        table(pairs),
+        "<h2>The 2019 headline: mean over models per framework and device</h2>",
+        "<p>mean_s is the 2019 aggregation (mean of every point that ran, seconds per call); "
+        "median_s its robust counterpart; the published rows were measured on other hardware, so "
+        "compare ratios and rankings, not seconds.</p>",
+        table(headline[["source", "hardware", "era", "device", "framework", "mode", "task",
+                        "method", "mean_s", "median_s", "ok_points", "points", "models"]]),
+        "<h2>Every paired point</h2>",
+        table(ratios, _verdict_class),
+    ]
+    return page("PyTorch vs TensorFlow: how sure is each difference", "\n".join(body))
+
+
+def host_versions():
+    """The versions of the software that made the report itself."""
+    rows = [("python", platform.python_version())]
+    for name in HOST_PACKAGES:
+        try:
+            rows.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            rows.append((name, "not installed"))
+    return rows
+
+
+def environment_page(frame, lock_files):
+    """One row per cell (software, hardware, threads, runner, commit, config hash), the lock
+    file of every era in the run, and the host software that made the report."""
+    columns = summary.CELL_KEYS + summary.ENVIRONMENT
+    cells = frame[columns].drop_duplicates(subset=summary.CELL_KEYS)
+    body = ["<h2>Each cell</h2>", table(cells.astype(object))]
+    for era, path in lock_files:
+        with open(path) as handle:
+            pins = handle.read()
+        body.append("<h2>Era %s: pinned packages (%s)</h2>" % (html.escape(era),
+                                                               html.escape(path)))
+        body.append("<pre>%s</pre>" % html.escape(pins))
+    body.append("<h2>Host software that merged the run and made this report</h2>")
+    body.append("<pre>%s</pre>" % html.escape(
+        "\n".join("%s %s" % pair for pair in host_versions())))
+    return page("Environment of every number", "\n".join(body))

@@ -1,0 +1,512 @@
+"""Charts of a run, drawn from the merged table alone (matplotlib, each as PNG and SVG).
+
+Every chart says in its title what it shows and where it was measured (era and versions,
+device, precision, task, method, hardware and threads), puts units on its axes, and marks a
+point that has no value where the value would be (N/A: skipped; OOM; error), so nothing is
+silently missing. One folder per kind, one figure per scope (era x device x precision x task x
+method), a panel per model:
+
+- ``ratio``: at a glance, PyTorch / TensorFlow time per model and point, coloured by who is
+  faster, with '?' where the bootstrap interval includes 1 (statistics.py);
+- ``frameworks``: the 2019 article's charts, time per call of every framework and mode side by
+  side, grouped by batch size and length, with the interval of each figure as an error bar;
+- ``length``: time per call against sequence length, a line per framework, mode and batch size;
+- ``modes``: speed-up of each graph mode over its framework's eager mode;
+- ``eras``: the 2019 stack against today's on the same cell and point;
+- ``memory``: peak memory of each point against sequence length;
+- ``gflops``: achieved GFLOP/s against sequence length.
+
+A kind that this run cannot show (no graph mode, one era only) gets one figure that says why.
+"""
+import os
+import textwrap
+from collections import namedtuple
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+from matplotlib import pyplot as plt  # noqa: E402
+from matplotlib import ticker, transforms  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from . import scopes, statistics, summary  # noqa: E402
+
+KINDS = ("ratio", "frameworks", "length", "modes", "eras", "memory", "gflops")
+FORMATS = ("png", "svg")
+STYLE = {
+    "svg.fonttype": "none",  # text stays text in the SVG: searchable and editable
+    "svg.hashsalt": "duel",  # the same table draws the same SVG
+    "font.size": 8,
+    "axes.titlesize": 9,
+    "figure.titlesize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "savefig.dpi": 110,
+}
+COLOURS = {
+    ("pytorch", "eager"): "#1f77b4",
+    ("pytorch", "torchscript"): "#17becf",
+    ("pytorch", "compile"): "#9467bd",
+    ("tensorflow", "eager"): "#ff7f0e",
+    ("tensorflow", "function"): "#d62728",
+    ("tensorflow", "xla"): "#8c564b",
+}
+ERA_COLOURS = {"hf2019": "#7f7f7f", "current": "#2ca02c"}
+MARKERS = ("o", "s", "^", "D", "v", "P")
+LINESTYLES = ("-", "--", ":", "-.")
+GAP_NOTE = ("Marked where the value would be: N/A = skipped (longer than the model's maximum, or "
+            "the mode cannot run it); OOM = out of memory; error = failed (the spreadsheet's "
+            "'long' sheet holds the message).")
+
+Series = namedtuple("Series", "label colour rows linestyle marker")
+
+
+def _colour(framework, mode):
+    return COLOURS.get((framework, mode), "#333333")
+
+
+def _models(group):
+    return list(dict.fromkeys(group["model"]))
+
+
+def _series_keys(group):
+    """(framework, mode) pairs in order: PyTorch first, then TensorFlow, modes as they ran."""
+    keys = list(dict.fromkeys(zip(group["framework"], group["mode"])))
+    return sorted(keys, key=lambda key: key[0] != "pytorch")
+
+
+def _panels(count, columns, width, height, aside=2.0):
+    """A figure with ``count`` panels in a grid (``aside`` inches kept for a legend or a colour
+    bar on the right); unused cells hidden."""
+    columns = max(1, min(columns, count))
+    rows = (count + columns - 1) // columns
+    figure, axes = plt.subplots(rows, columns,
+                                figsize=(width * columns + aside, height * rows + 1.2),
+                                squeeze=False, layout="constrained")
+    flat = list(axes.flat)
+    for axis in flat[count:]:
+        axis.set_visible(False)
+    return figure, flat[:count]
+
+
+def _wrapped(text, figure, points=7.0, margin=0.0):
+    """``text`` broken into lines that fit the figure's width less ``margin`` inches on each
+    side, at ``points`` size."""
+    width = int(max(4.0, figure.get_figwidth() - 2 * margin) * 115 / points)
+    return "\n".join("\n".join(textwrap.wrap(line, width)) for line in text.split("\n"))
+
+
+def _title(figure, text, margin=2.2):
+    """A centred title that keeps clear of a legend on the right (``margin`` inches)."""
+    figure.suptitle(_wrapped(text, figure, STYLE["figure.titlesize"], margin=margin))
+
+
+def _plain_log_axis(axis):
+    """A log y axis labelled 20, 50, 100 rather than 2x10^1 (times are read, not exponents)."""
+    axis.set_yscale("log")
+    axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: "%g" % value))
+    axis.yaxis.set_minor_formatter(ticker.NullFormatter())
+
+
+def _finish(figure, title, gaps, legend_handles=None):
+    """Title on top, the legend on the right, and what a gap mark means at the bottom if any."""
+    _title(figure, title)
+    if legend_handles:
+        figure.legend(handles=legend_handles, loc="outside right upper", frameon=False)
+    if gaps:
+        figure.supxlabel(_wrapped(GAP_NOTE, figure), fontsize=7, x=0.01, ha="left")
+
+
+def _save(figure, folder, stem):
+    """The figure as PNG and SVG; the layout computed for the first is kept for the second."""
+    paths = []
+    for extension in FORMATS:
+        path = os.path.join(folder, "%s.%s" % (stem, extension))
+        figure.savefig(path, metadata={"Date": None} if extension == "svg" else None)
+        figure.set_layout_engine("none")
+        paths.append(path)
+    plt.close(figure)
+    return paths
+
+
+def _placeholder(folder, stem, title, text):
+    figure = plt.figure(figsize=(8, 2.5))
+    _title(figure, title)
+    figure.text(0.5, 0.5, _wrapped(text, figure, 9.0), ha="center", va="center")
+    return _save(figure, folder, stem)
+
+
+def _mark_gap(axis, x, label, colour, slot=0, vertical=False):
+    """A visible mark for a point without a value: its status, where the value would be."""
+    blend = transforms.blended_transform_factory(axis.transData, axis.transAxes)
+    if vertical:
+        axis.text(x, 0.02, label, transform=blend, rotation=90, ha="center", va="bottom",
+                  fontsize=6.5, color=colour, fontweight="bold")
+    else:
+        height = 0.04 + 0.07 * slot
+        axis.plot([x], [height], marker="x", color=colour, transform=blend, clip_on=False,
+                  linestyle="none")
+        axis.text(x, height + 0.015, label, transform=blend, ha="center", va="bottom",
+                  fontsize=6, color=colour)
+
+
+def _status(row):
+    return row["status"] if row is not None else None
+
+
+def _value(row, column):
+    if row is None or row["status"] != "ok":
+        return None
+    value = row[column]
+    return None if value is None or value != value else float(value)
+
+
+def _interval(row):
+    """(low, high) bootstrap interval of a point's reported figure, or None."""
+    samples = row["samples"] if row is not None else None
+    if row is None or row["status"] != "ok" or not hasattr(samples, "__len__") \
+            or len(samples) < statistics.MIN_SAMPLES:
+        return None
+    return statistics.bootstrap_interval(samples, scopes.statistic_name(row["method"]))
+
+
+def _bar_positions(points):
+    """x of each 'BxL' point: consecutive within a batch size, a gap between batch sizes."""
+    positions, x, previous = [], 0.0, None
+    for point in points:
+        batch = point.split("x")[0]
+        if previous is not None and batch != previous:
+            x += 0.6
+        positions.append(x)
+        previous = batch
+        x += 1.0
+    return positions
+
+
+def _bar_figure(group, series, points, title, ylabel):
+    """A panel per model; a bar per series at each point, grouped by batch size then length."""
+    models = _models(group)
+    positions = _bar_positions(points)
+    width = 0.8 / max(1, len(series))
+    figure, axes = _panels(len(models), 1, max(7.0, 0.28 * len(points) * len(series) + 2.5), 2.8)
+    gaps = False
+    for axis, model in zip(axes, models):
+        plotted = False
+        for index, entry in enumerate(series):
+            rows = entry.rows[entry.rows["model"] == model]
+            by_point = {point: row for point, (_, row) in zip(rows["point"], rows.iterrows())}
+            for x, point in zip(positions, points):
+                row = by_point.get(point)
+                xs = x + (index - (len(series) - 1) / 2.0) * width
+                value = _value(row, "reported_ms")
+                if value is None:
+                    if row is not None:  # a point this series was asked to run
+                        _mark_gap(axis, xs, scopes.status_label(_status(row)), entry.colour,
+                                  vertical=True)
+                        gaps = True
+                    continue
+                interval = _interval(row)
+                error = None
+                if interval:
+                    error = [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]]
+                axis.bar(xs, value, width=width, color=entry.colour, yerr=error,
+                         error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
+                plotted = True
+        if plotted:
+            _plain_log_axis(axis)
+        axis.set_xticks(positions)
+        axis.set_xticklabels(points, rotation=90 if len(points) > 8 else 0)
+        axis.set_xlim(positions[0] - 0.6, positions[-1] + 0.6)  # gap marks at the ends too
+        axis.set_xlabel("batch size x sequence length (tokens)")
+        axis.set_ylabel(ylabel)
+        axis.set_title(model)
+    handles = [Patch(color=entry.colour, label=entry.label) for entry in series]
+    _finish(figure, title, gaps, handles)
+    return figure
+
+
+def _line_figure(group, series, column, title, ylabel, log_y=False, reference=None):
+    """A panel per model; value of ``column`` against sequence length, a line per series."""
+    models = _models(group)
+    lengths = sorted(set(group["seq_len"]))
+    figure, axes = _panels(len(models), 3, 4.6, 3.2)
+    gaps = False
+    for axis, model in zip(axes, models):
+        slot = 0
+        plotted = False
+        for entry in series:
+            rows = entry.rows[entry.rows["model"] == model].sort_values("seq_len")
+            if rows.empty:
+                continue
+            xs, ys = [], []
+            marked = False
+            for _, row in rows.iterrows():
+                value = _value(row, column)
+                if value is None:
+                    _mark_gap(axis, row["seq_len"], scopes.status_label(row["status"]),
+                              entry.colour, slot)
+                    marked = gaps = True
+                else:
+                    xs.append(row["seq_len"])
+                    ys.append(value)
+            slot += 1 if marked else 0
+            if xs:
+                axis.plot(xs, ys, color=entry.colour, linestyle=entry.linestyle,
+                          marker=entry.marker, markersize=3.5, label=entry.label)
+                plotted = True
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(lengths)
+        axis.set_xticklabels([str(length) for length in lengths])
+        axis.set_xlim(min(lengths) / 1.4, max(lengths) * 1.4)
+        if log_y and plotted:
+            _plain_log_axis(axis)
+        if reference is not None:
+            axis.axhline(reference, color="black", linewidth=0.8)
+        axis.set_xlabel("sequence length (tokens)")
+        axis.set_ylabel(ylabel)
+        axis.set_title(model)
+    handles = [Line2D([], [], color=entry.colour, linestyle=entry.linestyle,
+                                       marker=entry.marker, markersize=3.5, label=entry.label)
+               for entry in series]
+    _finish(figure, title, gaps, handles)
+    return figure
+
+
+def _line_series(group, keys, label=None):
+    """A series per (framework, mode) and batch size: colour by mode, line style by batch."""
+    batches = sorted(set(group["batch_size"]))
+    series = []
+    for framework, mode in keys:
+        rows = group[(group["framework"] == framework) & (group["mode"] == mode)]
+        for index, batch in enumerate(batches):
+            series.append(Series(
+                "%s, batch %d" % ((label or scopes.series_label)(framework, mode), batch),
+                _colour(framework, mode), rows[rows["batch_size"] == batch],
+                LINESTYLES[index % len(LINESTYLES)], MARKERS[index % len(MARKERS)]))
+    return series
+
+
+def _by_scope(frame):
+    for values, group in frame.groupby(scopes.SCOPE, sort=False):
+        yield values, group
+
+
+def frameworks_charts(frame):
+    """The 2019 charts: time per call of every framework and mode, per model and point."""
+    for values, group in _by_scope(frame):
+        points = summary.point_order(group)
+        series = [Series(scopes.series_label(framework, mode), _colour(framework, mode),
+                         group[(group["framework"] == framework) & (group["mode"] == mode)],
+                         None, None)
+                  for framework, mode in _series_keys(group)]
+        title = ("PyTorch vs TensorFlow: time per call (error bars: %d%% bootstrap interval)\n%s"
+                 % (round(statistics.CONFIDENCE * 100), scopes.describe(group, values)))
+        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
+        yield scopes.file_stem(values), _bar_figure(group, series, points, title, ylabel)
+
+
+def length_charts(frame):
+    for values, group in _by_scope(frame):
+        title = "Time per call against sequence length\n%s" % scopes.describe(group, values)
+        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
+        yield scopes.file_stem(values), _line_figure(
+            group, _line_series(group, _series_keys(group)), "reported_ms", title, ylabel,
+            log_y=True)
+
+
+def speedups(group):
+    """Rows of every graph mode with ``speedup`` = eager time / mode time at the same point;
+    the status is the mode's, or eager's where only eager failed."""
+    keys = ["framework", "model", "batch_size", "seq_len"]
+    eager = group[group["mode"] == "eager"][keys + ["status", "reported_ms"]]
+    graphs = group[group["mode"] != "eager"]
+    merged = graphs.merge(eager, on=keys, suffixes=("", "_eager"))
+    values, statuses = [], []
+    for _, row in merged.iterrows():
+        both = row["status"] == "ok" and row["status_eager"] == "ok"
+        values.append(float(row["reported_ms_eager"]) / float(row["reported_ms"]) if both
+                      else None)
+        statuses.append(row["status"] if row["status"] != "ok" else row["status_eager"])
+    merged["speedup"] = values
+    merged["status"] = statuses
+    return merged
+
+
+def modes_charts(frame):
+    for values, group in _by_scope(frame):
+        rows = speedups(group)
+        if rows.empty:
+            continue
+        title = ("Speed-up of each graph mode over its framework's eager mode (same point)\n%s"
+                 % scopes.describe(group, values))
+        series = _line_series(rows, _series_keys(rows),
+                              label=lambda framework, mode: "%s / eager" % scopes.series_label(
+                                  framework, mode))
+        yield scopes.file_stem(values), _line_figure(
+            rows, series, "speedup", title, "speed-up over eager (x; > 1: faster)",
+            reference=1.0)
+
+
+def eras_charts(frame, old="hf2019", new="current"):
+    """The 2019 stack against today's: a figure per cell kind (device, precision, task,
+    method, framework, mode), with the models that ran in both eras."""
+    keys = ["device", "precision", "task", "method", "framework", "mode"]
+    for values, group in frame.groupby(keys, sort=False):
+        eras = set(group["era"])
+        if not {old, new} <= eras:
+            continue
+        models_of = dict((era, set(rows["model"])) for era, rows in group.groupby("era"))
+        in_both = models_of.get(old, set()) & models_of.get(new, set())
+        group = group[group["era"].isin([old, new]) & group["model"].isin(in_both)]
+        if group.empty:
+            continue
+        series = []
+        for era in (old, new):
+            rows = group[group["era"] == era]
+            series.append(Series("era %s (%s)" % (era, scopes.versions(rows)),
+                                 ERA_COLOURS[era], rows, None, None))
+        hardware = sorted(set(summary.hardware(rows) for _, rows in group.groupby("era")))
+        title = ("Era %s vs era %s: %s, %s %s %s, method %s (%s per call) | %s" % (
+            old, new, scopes.series_label(values[4], values[5]), values[0], values[1], values[2],
+            values[3], scopes.statistic_name(values[3]), "; ".join(hardware)))
+        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[3])
+        points = summary.point_order(group)
+        yield scopes.file_stem(values), _bar_figure(group, series, points, title, ylabel)
+
+
+def memory_charts(frame):
+    for values, group in _by_scope(frame):
+        device = values[1] != "cpu" and group["peak_device_mb"].notna().any()
+        column = "peak_device_mb" if device else "peak_host_rss_mb"
+        what = "peak device memory" if device else "peak host memory (resident set size)"
+        title = "%s of each point, weights and input included\n%s" % (
+            what[0].upper() + what[1:], scopes.describe(group, values))
+        yield scopes.file_stem(values), _line_figure(
+            group, _line_series(group, _series_keys(group)), column, title, "%s (MiB)" % what)
+
+
+def gflops_charts(frame):
+    for values, group in _by_scope(frame):
+        title = ("Achieved GFLOP/s: analytic forward FLOPs / %s time per call\n%s"
+                 % (scopes.statistic_name(values[-1]), scopes.describe(group, values)))
+        yield scopes.file_stem(values), _line_figure(
+            group, _line_series(group, _series_keys(group)), "achieved_gflops", title,
+            "achieved GFLOP/s")
+
+
+def _heat_colour_limit(ratios):
+    """The colour scale's reach in log2: the largest ratio seen, but at least 2x either way, so
+    a 10% difference never looks as strong as a two-fold one."""
+    values = [abs(np.log2(value)) for value in ratios if value and value > 0]
+    return max([1.0] + values)
+
+
+def ratio_charts(frame, ratios):
+    """At a glance: a heat map per pair of modes, rows models, columns points."""
+    if ratios.empty:
+        return
+    ratios = ratios.copy()
+    ratios["precision"] = ratios["precision"].fillna(scopes.DEFAULT_PRECISION)
+    for values, group in _by_scope(frame):
+        selected = ratios
+        for name, value in zip(scopes.SCOPE, values):
+            selected = selected[selected[name] == value]
+        if selected.empty:
+            continue
+        pairs = list(dict.fromkeys(zip(selected["mode_pt"], selected["mode_tf"])))
+        models = list(dict.fromkeys(selected["model"]))
+        points = summary.point_order(selected)
+        limit = _heat_colour_limit(selected["ratio"].dropna())
+        norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
+        figure, axes = _panels(len(pairs), 1, max(6.0, 0.62 * len(points) + 3.0),
+                               0.42 * len(models) + 1.6)
+        gaps = False
+        image = None
+        for axis, (mode_pt, mode_tf) in zip(axes, pairs):
+            block = selected[(selected["mode_pt"] == mode_pt) & (selected["mode_tf"] == mode_tf)]
+            grid = np.full((len(models), len(points)), np.nan)
+            for _, row in block.iterrows():
+                i, j = models.index(row["model"]), points.index(row["point"])
+                ratio = row["ratio"]
+                if ratio is not None and ratio == ratio:
+                    grid[i, j] = np.log2(float(ratio))
+                    uncertain = row["clear"] != "yes"
+                    axis.text(j, i, "%.2f%s" % (ratio, "?" if uncertain else ""), ha="center",
+                              va="center", fontsize=6.5,
+                              fontweight="normal" if uncertain else "bold")
+                else:
+                    gaps = True
+                    label = str(row["verdict"]).replace("not compared: ", "")
+                    axis.text(j, i, label.replace(", ", "\n"), ha="center", va="center",
+                              fontsize=5.5, color="#444444")
+            axis.set_facecolor("#dddddd")
+            image = axis.imshow(np.ma.masked_invalid(grid), cmap="coolwarm", norm=norm,
+                                aspect="auto")
+            axis.set_xticks(range(len(points)))
+            axis.set_xticklabels(points, rotation=90 if len(points) > 8 else 0)
+            axis.set_yticks(range(len(models)))
+            axis.set_yticklabels(models)
+            axis.grid(False)
+            axis.set_xlabel("batch size x sequence length (tokens)")
+            axis.set_title("PyTorch %s / TensorFlow %s" % (mode_pt, mode_tf))
+        colourbar = figure.colorbar(image, ax=axes, shrink=0.9, pad=0.02)
+        ticks = [tick for tick in (0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0)
+                 if abs(np.log2(tick)) <= limit]
+        colourbar.set_ticks([np.log2(tick) for tick in ticks])
+        colourbar.set_ticklabels(["%g" % tick for tick in ticks])
+        colourbar.set_label("PyTorch time / TensorFlow time\n(blue < 1: PyTorch faster)")
+        title = ("Which framework is faster? PyTorch / TensorFlow time per point (ratio of %ss)\n"
+                 "bold: clear (the %d%% bootstrap interval excludes 1); '?': not clear\n%s" % (
+                     scopes.statistic_name(values[-1]), round(statistics.CONFIDENCE * 100),
+                     scopes.describe(group, values)))
+        _title(figure, title, margin=0.3)
+        if gaps:
+            figure.supxlabel(_wrapped(GAP_NOTE, figure), fontsize=7, x=0.01, ha="left")
+        yield scopes.file_stem(values), figure
+
+
+EMPTY = {
+    "ratio": ("No PyTorch / TensorFlow pair", "This run has no point that both PyTorch and "
+              "TensorFlow ran in the same scope: nothing to compare."),
+    "modes": ("No graph mode", "This run has no framework with both its eager mode and a graph "
+              "mode (torchscript, compile, function, xla): no speed-up to show."),
+    "eras": ("One era only", "This run has no cell in both eras hf2019 and current: add "
+             "'eras: [hf2019, current]' to compare the 2019 stack with today's."),
+}
+
+
+def charts(kind, frame, ratios):
+    """(file stem, figure) pairs of one kind."""
+    if kind == "ratio":
+        return ratio_charts(frame, ratios)
+    return {
+        "frameworks": frameworks_charts,
+        "length": length_charts,
+        "modes": modes_charts,
+        "eras": eras_charts,
+        "memory": memory_charts,
+        "gflops": gflops_charts,
+    }[kind](frame)
+
+
+def draw_all(frame, ratios, folders):
+    """Draw every kind into its folder (``folders``: kind -> folder); returns kind -> paths."""
+    frame = scopes.prepared(frame)
+    written = {}
+    with plt.rc_context(STYLE):
+        for kind, folder in folders.items():
+            if not os.path.isdir(folder):
+                os.makedirs(folder)
+            paths = []
+            for stem, figure in charts(kind, frame, ratios):
+                paths.extend(_save(figure, folder, stem))
+            if not paths:
+                title, text = EMPTY.get(kind, ("Nothing to draw", "This run has no rows."))
+                paths = _placeholder(folder, "not-in-this-run", title, text)
+            written[kind] = paths
+    return written

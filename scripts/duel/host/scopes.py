@@ -1,0 +1,73 @@
+"""The identity columns the reports group by, and how a group names itself.
+
+A *scope* is everything that must be equal for two numbers to be compared: era, device,
+precision, task and method (the framework and mode are what a chart compares). ``precision``
+is a newer identity column; a merged table written before it existed is read as fp32, which is
+what every cell ran in then.
+"""
+import pandas as pd
+
+from . import summary
+
+DEFAULT_PRECISION = "fp32"
+SCOPE = ["era", "device", "precision", "task", "method"]
+SERIES = ["framework", "mode"]
+FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+STATISTIC_NAMES = {"duel": "median", "hf2019": "mean"}
+# How a point that has no time is shown: skipped is the 2019 sheets' N/A.
+STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error"}
+
+
+def prepared(frame):
+    """The merged frame with ``precision`` (fp32 where absent), ``reported_ms`` and ``point``."""
+    frame = summary.with_reported(frame)
+    if "precision" not in frame.columns:
+        frame = frame.copy()
+        frame["precision"] = DEFAULT_PRECISION
+    else:
+        frame = frame.copy()
+        frame["precision"] = frame["precision"].fillna(DEFAULT_PRECISION)
+    return frame
+
+
+def statistic_name(method):
+    """What a method reports per point: duel its median, hf2019 its mean (as 2019 did)."""
+    return STATISTIC_NAMES.get(method, "median")
+
+
+def status_label(status):
+    """'N/A', 'OOM', 'error' (or 'missing' for a point that has no row at all)."""
+    if status is None or pd.isna(status):
+        return "missing"
+    return STATUS_LABELS.get(status, str(status))
+
+
+def series_label(framework, mode):
+    return "%s %s" % (FRAMEWORK_NAMES.get(framework, framework), mode)
+
+
+def file_stem(values):
+    """A file name for a scope's values, e.g. 'current_cpu_fp32_inference_duel'.
+
+    Config names never hold '_' (their pattern is ``[A-Za-z0-9][A-Za-z0-9._-]*``), so the name is
+    unambiguous.
+    """
+    return "_".join(str(value) for value in values)
+
+
+def versions(group):
+    """'torch 2.13.0, TensorFlow 2.21.0': each framework's version in a group of rows."""
+    found = []
+    for framework, rows in group.groupby("framework", sort=True):
+        name = "torch" if framework == "pytorch" else FRAMEWORK_NAMES.get(framework, framework)
+        version = rows["framework_version"].dropna()
+        found.append("%s %s" % (name, version.iloc[0] if len(version) else "?"))
+    return ", ".join(found)
+
+
+def describe(group, values):
+    """One line naming a scope, its software and its hardware, for a chart's title."""
+    record = dict(zip(SCOPE, values))
+    return "era %s (%s), %s, %s %s, method %s (%s per call) | %s" % (
+        record["era"], versions(group), record["device"], record["precision"], record["task"],
+        record["method"], statistic_name(record["method"]), summary.hardware(group))

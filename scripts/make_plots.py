@@ -1,0 +1,31 @@
+"""Snakemake script: every chart of a merged run, one folder per kind (results/plots/)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import pandas as pd  # noqa: E402
+
+from duel.host import plots  # noqa: E402
+
+
+def read_ratios(path):
+    """The statistics rule's per-point table, with 'clear' kept as text (yes, no or empty)."""
+    return pd.read_csv(path, dtype={"clear": object, "verdict": object, "precision": object})
+
+
+def main(parquet_path, ratios_csv, folders):
+    frame = pd.read_parquet(parquet_path)
+    written = plots.draw_all(frame, read_ratios(ratios_csv), folders)
+    for kind, paths in written.items():
+        print("%s: %d files in %s" % (kind, len(paths), folders[kind]))
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stdout = sys.stderr = log
+        main(
+            snakemake.input.parquet,  # noqa: F821
+            snakemake.input.ratios,  # noqa: F821
+            dict((kind, getattr(snakemake.output, kind)) for kind in plots.KINDS),  # noqa: F821
+        )

@@ -1,0 +1,161 @@
+"""Bootstrap intervals on synthetic samples with a known answer, and the statistics tables."""
+import os
+
+import numpy as np
+import openpyxl
+import pytest
+
+from duel.cell import contract, shard
+from duel.host import spreadsheet, statistics, summary
+
+
+def lognormal(median, size, seed, spread=0.1):
+    """Samples whose population median is exactly ``median`` (log-normal, like timings)."""
+    return median * np.exp(spread * np.random.default_rng(seed).standard_normal(size))
+
+
+def test_constant_samples_give_the_exact_ratio_as_a_zero_width_interval():
+    low, high = statistics.bootstrap_ratio([3.0] * 8, [1.5] * 8)
+    assert (low, high) == (2.0, 2.0) and statistics.is_clear(low, high)
+
+
+def test_a_two_fold_difference_is_clear_and_the_interval_holds_the_true_ratio():
+    low, high = statistics.bootstrap_ratio(lognormal(2.0, 50, 1), lognormal(1.0, 50, 2))
+    assert 1.0 < low < 2.0 < high < 2.2
+    assert statistics.is_clear(low, high)
+
+
+def test_the_same_distribution_twice_is_not_clear():
+    low, high = statistics.bootstrap_ratio(lognormal(5.0, 40, 3), lognormal(5.0, 40, 4))
+    assert low < 1.0 < high and not statistics.is_clear(low, high)
+
+
+def test_intervals_cover_the_true_ratio_about_as_often_as_they_claim():
+    """200 synthetic experiments with a true median ratio of 1.5: a 90% interval must cover it
+    in about 90% of them (binomial: 83-96% holds with probability > 0.99 when it is right)."""
+    covered = 0
+    for trial in range(200):
+        low, high = statistics.bootstrap_ratio(
+            lognormal(1.5, 40, 1000 + trial), lognormal(1.0, 40, 5000 + trial),
+            confidence=0.90, resamples=600, seed=trial)
+        covered += low <= 1.5 <= high
+    assert 166 <= covered <= 192, covered
+
+
+def test_a_single_series_interval_and_the_mean_statistic():
+    samples = lognormal(10.0, 200, 7)
+    low, high = statistics.bootstrap_interval(samples)
+    assert low < np.median(samples) < high and 0.05 < high - low < 0.5
+    low, high = statistics.bootstrap_interval(samples, statistic="mean")
+    assert low < np.mean(samples) < high
+
+
+def test_the_same_seed_gives_the_same_interval():
+    a, b = lognormal(2.0, 30, 8), lognormal(1.0, 30, 9)
+    assert statistics.bootstrap_ratio(a, b) == statistics.bootstrap_ratio(a, b)
+    assert statistics.bootstrap_ratio(a, b) != statistics.bootstrap_ratio(a, b, seed=1)
+
+
+def point_rows(framework, mode, medians, statuses=None, n=20, method="duel"):
+    rows = []
+    for index, ((batch, length), median) in enumerate(sorted(medians.items())):
+        row = contract.empty_row()
+        row.update(era="current", device="cpu", framework=framework, mode=mode,
+                   task="inference", model="gpt2", batch_size=batch, seq_len=length,
+                   method=method, cpu_model="Test CPU", threads=2, framework_version="1.0")
+        status = (statuses or {}).get((batch, length), "ok")
+        row["status"] = status
+        if status == "ok":
+            samples = [float(v) for v in lognormal(median, n, hash((framework, mode, index)) % 97)]
+            row.update(samples=samples, n_samples=n, median=float(np.median(samples)),
+                       mean=float(np.mean(samples)))
+        rows.append(row)
+    return rows
+
+
+@pytest.fixture
+def frame(tmp_path):
+    cells = [
+        point_rows("pytorch", "eager", {(1, 8): 2.0, (1, 64): 10.0, (2, 8): 4.0, (2, 64): 5.0}),
+        point_rows("tensorflow", "eager", {(1, 8): 1.0, (1, 64): 20.0, (2, 8): 4.0, (2, 64): 5.0},
+                   statuses={(2, 64): "oom"}),
+        point_rows("tensorflow", "function", {(1, 8): 1.0, (1, 64): 10.0, (2, 8): 8.0,
+                                              (2, 64): 5.0}, n=3),
+    ]
+    paths = []
+    for index, rows in enumerate(cells):
+        paths.append(shard.write_shard(rows, os.path.join(str(tmp_path), "%d.parquet" % index)))
+    return summary.read_shards(paths)
+
+
+def test_point_ratios_judge_every_paired_point(frame):
+    ratios = statistics.point_ratios(frame)
+    eager = ratios[ratios["mode_tf"] == "eager"].set_index("point")
+    assert list(eager.index) == ["1x8", "1x64", "2x8", "2x64"]
+    assert eager.loc["1x8", "verdict"] == "TensorFlow faster"  # PyTorch twice as slow
+    assert eager.loc["1x8", "clear"] == "yes" and eager.loc["1x8", "ci_low"] > 1.0
+    assert eager.loc["1x64", "verdict"] == "PyTorch faster" and eager.loc["1x64", "ci_high"] < 1
+    row = frame[(frame["framework"] == "pytorch") & (frame["seq_len"] == 64)
+                & (frame["batch_size"] == 1)].iloc[0]
+    other = frame[(frame["framework"] == "tensorflow") & (frame["mode"] == "eager")
+                  & (frame["seq_len"] == 64) & (frame["batch_size"] == 1)].iloc[0]
+    assert eager.loc["1x64", "ratio"] == row["median"] / other["median"]  # as the ratio sheet
+    assert eager.loc["2x64", "verdict"] == "not compared: TensorFlow OOM"
+    assert eager.loc["2x64", "ratio"] is None or np.isnan(eager.loc["2x64", "ratio"])
+    function = ratios[ratios["mode_tf"] == "function"].set_index("point")
+    assert function["verdict"].str.startswith("too few samples").all()  # 3 samples each
+    assert function["ratio"].notna().all() and function["ci_low"].isna().all()
+    summary_table = statistics.pair_summary(ratios).set_index("mode_tf")
+    assert summary_table.loc["eager", "points"] == 4 and summary_table.loc["eager", "compared"] == 3
+    assert summary_table.loc["eager", "pytorch_clearly_faster"] == 1
+    assert summary_table.loc["eager", "tensorflow_clearly_faster"] == 1
+    assert summary_table.loc["eager", "not_clear"] == 1  # 2x8: the same median on both sides
+
+
+def test_hf2019_points_compare_their_means(tmp_path):
+    rows = point_rows("pytorch", "eager", {(1, 8): 3.0}, method="hf2019") + \
+        point_rows("tensorflow", "function", {(1, 8): 1.0}, method="hf2019")
+    path = shard.write_shard(rows, str(tmp_path / "hf2019.parquet"))
+    ratios = statistics.point_ratios(summary.read_shards([path]))
+    assert list(ratios["statistic"]) == ["mean"] and list(ratios["clear"]) == ["yes"]
+    assert ratios["ratio"].iloc[0] == rows[0]["mean"] / rows[1]["mean"]
+
+
+def test_a_table_without_the_precision_column_is_grouped_as_fp32(frame):
+    frame = frame.drop(columns=["precision"])  # a merged table from before that column
+    assert set(statistics.point_ratios(frame)["precision"]) == {"fp32"}
+    assert set(statistics.headline(frame)["precision"].dropna()) == {"fp32"}
+    frame = frame.copy()
+    frame["precision"] = "bf16"
+    assert set(statistics.point_ratios(frame)["precision"]) == {"bf16"}
+
+
+def test_the_statistics_sheet_holds_the_same_numbers(frame, tmp_path):
+    path = str(tmp_path / "summary.xlsx")
+    spreadsheet.write_workbook(frame, path)
+    workbook = openpyxl.load_workbook(path)
+    assert workbook.sheetnames.index("statistics") == workbook.sheetnames.index("ratio PT-TF") + 1
+    rows = [list(row) for row in workbook["statistics"].iter_rows(values_only=True)]
+    assert "bootstrap" in rows[0][0] and "excludes 1" in rows[0][0]
+    header = next(i for i, row in enumerate(rows) if row[:2] == ["era", "device"] and "verdict"
+                  in row)
+    records = [dict(zip(rows[header], row)) for row in rows[header + 1:] if any(row)]
+    expected = statistics.point_ratios(frame)
+    assert len(records) == len(expected)
+    for record, (_, row) in zip(records, expected.iterrows()):
+        assert record["point"] == row["point"] and record["verdict"] == row["verdict"]
+        assert record["clear"] == (row["clear"] if isinstance(row["clear"], str) else None)
+        for name in ("ratio", "ci_low", "ci_high"):
+            expected_value = None if row[name] is None or np.isnan(row[name]) else row[name]
+            assert record[name] == expected_value, name  # exactly, as computed
+
+
+def test_headline_is_the_2019_aggregation_beside_medians(frame):
+    table = statistics.headline(frame)
+    mine = table[table["source"].str.startswith("this run")].set_index(["framework", "mode"])
+    ok = frame[(frame["framework"] == "pytorch") & (frame["status"] == "ok")]
+    assert mine.loc[("pytorch", "eager"), "mean_s"] == pytest.approx(ok["median"].mean() / 1000)
+    assert mine.loc[("pytorch", "eager"), "median_s"] == pytest.approx(
+        ok["median"].median() / 1000)
+    assert sorted(table[table["source"].str.contains("published")]["mean_s"]) == [
+        0.043, 0.046, 0.748, 0.823]

@@ -43,7 +43,8 @@ def cpu_model():
 
 def cpu_flags():
     """The CPU's vector extensions among VECTOR_FLAGS, comma-separated ('' if none known)."""
-    flags = set((_cpuinfo_fields().get("flags") or _cpuinfo_fields().get("features", "")).split())
+    fields = _cpuinfo_fields()
+    flags = set((fields.get("flags") or fields.get("features", "")).split())
     return ",".join(flag for flag in VECTOR_FLAGS if flag in flags)
 
 

@@ -20,7 +20,7 @@ COPY build/ /tmp/duel-build/
 RUN python3 -m venv /opt/duel \
     && /opt/duel/bin/python -m pip install --no-cache-dir --disable-pip-version-check \
         --cert /tmp/duel-build/ca-certificates.crt --find-links /tmp/duel-build/wheels \
-        -r /opt/duel/lock.txt \
+        --require-hashes --no-deps -r /opt/duel/lock.txt \
     && /opt/duel/bin/python -m pip check \
     && /opt/duel/bin/python -m pip freeze > /opt/duel/pip-freeze.txt \
     && rm -rf /tmp/duel-build

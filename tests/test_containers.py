@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, snakemake, write_config
+from duel.cell import locks
 from duel.host import eras, images
 import run_in_docker
 
@@ -91,14 +92,14 @@ def test_each_image_installs_its_era_lock_file_on_a_pinned_base(era, device):
     python, venv = IMAGE_PYTHON[base]
     assert python == images.python_of(lock)
     assert any(command.startswith(venv + " /opt/duel") for command in dockerfile_commands(read(path)))
-    pins = [line.strip() for line in read(lock).splitlines()
-            if line.strip() and not line.startswith("#")]
-    assert pins and all(re.fullmatch(r"[A-Za-z0-9._\[\]-]+==[A-Za-z0-9.+]+", pin) for pin in pins)
+    assert locks.read_pins(lock) and all(locks.read_hashes(lock).values())  # every pin hashed
     text = read(path)
     assert "FROM ${BASE}" in text
     for command in dockerfile_commands(text):  # pip installs the lock file (and a pinned pip)
         if " pip install " in command:
             assert re.search(r"(-r /opt/duel/lock.txt| pip==[0-9.]+)$", command), command
+            if command.endswith("-r /opt/duel/lock.txt"):  # exactly the lock, hashes checked
+                assert "--no-deps" in command.split(), command
 
 
 @pytest.mark.parametrize("era, device", ERAS_DEVICES)
@@ -116,7 +117,10 @@ def test_each_apptainer_definition_matches_its_dockerfile(era, device):
 
 
 def versions(path):
-    return images.pinned_versions(path)
+    """{name: version} of a lock file, without local labels (torch's +cpu is the CPU build of
+    the same release)."""
+    return dict((name, version.split("+")[0])
+                for name, version in images.pinned_versions(path).items())
 
 
 def test_images_of_one_era_measure_the_same_releases():
@@ -126,8 +130,11 @@ def test_images_of_one_era_measure_the_same_releases():
     cuda["tensorflow"] = cuda.pop("tensorflow-gpu")  # TF 2.0's GPU build has its own name
     for package in MEASURED:
         assert cpu[package] == cuda[package], package
-    subset = versions(os.path.join(REPO, "tests", "data", "envs", "current-cpu-pytorch.txt"))
-    assert subset.items() <= versions(lock_path("current", "cpu")).items()
+    subset = os.path.join(REPO, "tests", "data", "envs", "current-cpu-pytorch.txt")
+    assert locks.read_pins(subset).items() <= locks.read_pins(lock_path("current", "cpu")).items()
+    hashes = locks.read_hashes(subset)
+    assert all(hashes.values())
+    assert hashes.items() <= locks.read_hashes(lock_path("current", "cpu")).items()
 
 
 def test_the_default_image_name_follows_the_dockerfile_and_lock_file(tmp_path):
@@ -151,7 +158,7 @@ def test_wheels_from_this_disk_are_taken_only_for_pinned_versions_and_the_image_
     for name in ("torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
                  "torch-2.12.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
                  "torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl",
-                 "transformers-4.57.6-py3-none-any.whl", "six-1.17.0-py2.py3-none-any.whl"):
+                 "transformers-4.57.6-py3-none-any.whl", "six-1.16.0-py2.py3-none-any.whl"):
         (tmp_path / name).write_text("")
     (tmp_path / "torch-2.13.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
     found = images.local_wheels(lock_path("current", "cpu"), [str(tmp_path)], (3, 11), "cpu")

@@ -22,6 +22,7 @@ import pytest
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
 from one_node_slurm import NODE, PARTITION, Cluster, ClusterError, install_packages
+from duel.cell import locks
 
 SLURM_PYTHON = os.path.join(REPO, ".venv-slurm", "bin", "python")
 PROFILE = os.path.join(REPO, "config", "profiles", "slurm")
@@ -42,13 +43,14 @@ def installed_plugin_versions():
         return None
     result = subprocess.run([SLURM_PYTHON, "-m", "pip", "freeze", "--local",
                              "--disable-pip-version-check"], capture_output=True, text=True)
-    return sorted(line for line in result.stdout.split() if "slurm" in line)
+    return sorted(locks.canonical(line.split("==")[0]) + "==" + line.split("==")[1]
+                  for line in result.stdout.split() if "slurm" in line)
 
 
 def ensure_slurm_venv():
     """.venv-slurm with exactly envs/slurm.txt's pins (scripts/setup.sh --slurm builds it)."""
-    with open(os.path.join(REPO, "envs", "slurm.txt")) as handle:
-        wanted = sorted(line.strip() for line in handle if line.strip()[:1].isalpha())
+    wanted = sorted("%s==%s" % pin for pin in
+                    locks.read_pins(os.path.join(REPO, "envs", "slurm.txt")).items())
     if installed_plugin_versions() != wanted:
         result = subprocess.run(["bash", os.path.join(REPO, "scripts", "setup.sh"), "--slurm"],
                                 capture_output=True, text=True, timeout=600)

@@ -182,7 +182,7 @@ def pinned_versions(lock_path):
         line = line.split("#", 1)[0].strip()
         if "==" in line:
             name, version = line.split("==", 1)
-            pins[canonicalize_name(name.split("[", 1)[0])] = version.strip()
+            pins[canonicalize_name(name.split("[", 1)[0])] = version.split()[0].rstrip("\\")
     return pins
 
 

@@ -2,18 +2,24 @@
 # Create (or update) .venv with the pinned current era; with --tests, the test tools as well;
 # with --slurm, also .venv-slurm: .venv's packages plus Snakemake's SLURM executor
 # (envs/slurm.txt), kept out of .venv because importing it is slow where no SLURM answers.
-# Safe to run again: pip installs only what is missing. Needs Python 3.11 (DUEL_PYTHON to override).
+# Every lock file is complete and hashed: installed with hash checking and without resolution
+# (--require-hashes --no-deps), then `pip check`. The installer is uv, pinned in envs/uv.txt and
+# put into .venv first by pip; --pip installs with pip alone. Last, .venv/duel-env.json records
+# the hash of every lock file installed (planning compares .venv with its lock: README, Exact
+# environments). Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-requirements=(-r envs/current-cpu.txt)
+locks=(envs/current-cpu.txt)
 slurm=false
+installer=uv
 for option in "$@"; do
   case "$option" in
-    --tests) requirements+=(-r envs/tests.txt) ;;
+    --tests) locks+=(envs/tests.txt) ;;
     --slurm) slurm=true ;;
+    --pip) installer=pip ;;
     *)
-      echo "usage: scripts/setup.sh [--tests] [--slurm]" >&2
+      echo "usage: scripts/setup.sh [--tests] [--slurm] [--pip]" >&2
       exit 2
       ;;
   esac
@@ -25,7 +31,37 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
   exit 1
 fi
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "${requirements[@]}"
+pip=(.venv/bin/python -m pip --disable-pip-version-check)
+
+uv_env=()
+uv_options=()
+if [[ "$installer" == uv ]]; then
+  "${pip[@]}" install --quiet --require-hashes --no-deps -r envs/uv.txt
+  locks+=(envs/uv.txt)
+  # uv reads no pip configuration: hand it this machine's pip sources and CA bundle.
+  while IFS= read -r line; do
+    if [[ "$line" == SSL_CERT_FILE=* ]]; then uv_env+=("$line"); else uv_options+=("$line"); fi
+  done < <(.venv/bin/python scripts/uv_options.py)
+fi
+
+# install PYTHON LOCK...: exactly the pins of the lock files, each file checked against its hash.
+install() {
+  local target="$1"
+  shift
+  local requirements=()
+  for lock in "$@"; do requirements+=(-r "$lock"); done
+  if [[ "$installer" == uv ]]; then
+    env "${uv_env[@]}" .venv/bin/uv pip install --quiet --python "$target" --require-hashes \
+      --no-deps "${uv_options[@]}" "${requirements[@]}"
+  else
+    "$target" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
+      "${requirements[@]}"
+  fi
+}
+
+install .venv/bin/python "${locks[@]}"
+"${pip[@]}" check > /dev/null
+.venv/bin/python scripts/setup_marker.py .venv "$installer" "${locks[@]}"
 
 if [[ "$slurm" == true ]]; then
   # The same interpreter as .venv, without a pip or setuptools of its own: .venv's packages
@@ -36,8 +72,9 @@ if [[ "$slurm" == true ]]; then
   main_site="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   slurm_site="$(.venv-slurm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   echo "import site; site.addsitedir('$main_site')" > "$slurm_site/duel-main-venv.pth"
-  .venv-slurm/bin/python -m pip install --quiet --disable-pip-version-check -r envs/slurm.txt
+  install .venv-slurm/bin/python envs/slurm.txt
   .venv-slurm/bin/python -m pip check --disable-pip-version-check > /dev/null
+  .venv-slurm/bin/python scripts/setup_marker.py .venv-slurm "$installer" envs/slurm.txt
   # `.venv-slurm/bin/snakemake` = Snakemake from .venv, run by this interpreter.
   printf '#!/bin/sh\nexec "$(dirname "$0")/python" -m snakemake "$@"\n' > .venv-slurm/bin/snakemake
   chmod +x .venv-slurm/bin/snakemake

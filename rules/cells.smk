@@ -62,6 +62,7 @@ rule run_cell:
         python=era_python,
         runner=era_runner,
         image=image_record,
+        drift=drift_record,
         reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
         script=RUN_CELL,
         grid=grid,
@@ -85,4 +86,5 @@ rule run_cell:
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
         " --max-time-s {params.duel[max_time_s]}"
         " --repeat {params.hf2019[repeat]} --number {params.hf2019[number]}"
-        " --runner {params.runner:q} {params.image:q} --output {output.shard:q} > {log:q} 2>&1"
+        " --runner {params.runner:q} {params.image:q} {params.drift:q}"
+        " --output {output.shard:q} > {log:q} 2>&1"

@@ -12,7 +12,7 @@ CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
-from duel.host import eras, images, plan, resources
+from duel.host import drift, eras, images, plan, resources
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
@@ -25,6 +25,20 @@ try:
     CELLS = plan.plan_cells(config, CHECKOUT, apptainer_enabled=USE_APPTAINER)
 except plan.PlanError as error:
     raise WorkflowError(str(error))
+
+# The workflow's own environment against its lock file: checked once, by the main invocation
+# (not again by each job's re-parse on a cluster node), before any job starts (duel/host/drift.py).
+if workflow.is_main_process:
+    try:
+        drift.check_workflow_env(CHECKOUT, config.get("accept_drift", False))
+    except plan.PlanError as error:
+        raise WorkflowError(str(error))
+
+
+def drift_record(wildcards):
+    """--accept-drift for run_cell when config key accept_drift is set: every shard says so."""
+    return ["--accept-drift"] if config.get("accept_drift", False) else []
+
 
 MODELS_DIR = plan.resolve_models_dir(config, CHECKOUT)
 ERA_ENVS_DIR = plan.resolve_era_envs_dir(config, CHECKOUT)

@@ -83,6 +83,9 @@ def parse_args(argv=None):
     recorded.add_argument("--runner", default="native")
     recorded.add_argument("--image", default=None)
     recorded.add_argument("--image-digest", default=None)
+    recorded.add_argument("--accept-drift", action="store_true",
+                          help="the run accepted a workflow environment that differs from its "
+                               "lock file (config key accept_drift); recorded in every row")
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)
     for method in args.methods:
@@ -110,6 +113,7 @@ def settings_digest(args, spec):
     settings = dict(vars(args))
     settings.pop("output")
     settings.pop("reference_dir")
+    settings.pop("accept_drift")  # recorded, but it changes no number
     settings["architecture"] = spec.architecture
     settings["max_sequence_length"] = spec.max_sequence_length
     encoded = json.dumps(settings, sort_keys=True, separators=(",", ":")).encode("utf-8")
@@ -142,6 +146,7 @@ def main(argv=None):
         started_at=started_at,
     )
     columns.update(adapter.environment())
+    columns.update(environment.lock_columns(args.era, args.device, args.accept_drift))
     settings = sweep.SweepSettings(
         seed=args.seed,
         duel=timing.DuelSettings(

@@ -91,6 +91,16 @@ ENVIRONMENT = [
     ("slurm_cpus_on_node", pa.int64()),
     ("slurm_mem_mb", pa.int64()),
     ("slurm_gpus", pa.string()),
+    # The software as installed (environment.lock_columns, duel/cell/locks.py): the lock file the
+    # environment was built from and its SHA-256, the SHA-256 of the installed set (normalised
+    # name==version lines), whether the two agree exactly, what differs if not, and whether the
+    # run was told to accept a drifted workflow environment (config key accept_drift).
+    ("lock_file", pa.string()),
+    ("lock_sha256", pa.string()),
+    ("installed_sha256", pa.string()),
+    ("lock_match", pa.bool_()),
+    ("lock_drift", pa.string()),
+    ("drift_accepted", pa.bool_()),
 ]
 
 COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + WORK + ENVIRONMENT

@@ -12,6 +12,8 @@ import subprocess
 import numpy as np
 import pyarrow as pa
 
+from . import locks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -171,4 +173,24 @@ def host_columns(threads, runner, image, image_digest, config_sha256, seed, star
         "seed": seed,
     }
     columns.update(slurm_columns())
+    return columns
+
+
+def era_lock_file(era, device, checkout=None):
+    """The lock file of an era and device in the checkout this code runs from, as the workflow
+    picks it (duel/host/eras.py): envs/<era>-<device>.txt, else envs/<era>.txt; None if neither."""
+    checkout = checkout or os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    for name in ("%s-%s.txt" % (era, device), "%s.txt" % era):
+        path = os.path.join(checkout, "envs", name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def lock_columns(era, device, drift_accepted, checkout=None):
+    """The lock file and installed-set columns of a shard (duel/cell/locks.py), read from the
+    interpreter this cell runs in, and whether the run accepted a drifted environment."""
+    checkout = checkout or os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    columns = locks.lock_columns(era_lock_file(era, device, checkout), checkout)
+    columns["drift_accepted"] = bool(drift_accepted)
     return columns

@@ -7,6 +7,8 @@ import math
 import platform
 from importlib import metadata
 
+from duel.cell import locks
+
 from . import statistics, summary
 
 STYLE = """
@@ -112,11 +114,13 @@ def environment_page(frame, lock_files):
     columns = summary.CELL_KEYS + summary.ENVIRONMENT
     cells = frame[columns].drop_duplicates(subset=summary.CELL_KEYS)
     body = ["<h2>Each cell</h2>", table(cells.astype(object))]
+    body += ["<h2>Software stacks</h2>", "<p>Cells with the same installed set ran on the same "
+             "software; lock_match: that set is exactly its lock file's.</p>",
+             table(summary.stacks(frame).astype(object))]
     for era, path in lock_files:
-        with open(path) as handle:
-            pins = handle.read()
-        body.append("<h2>Era %s: pinned packages (%s)</h2>" % (html.escape(era),
-                                                               html.escape(path)))
+        pins = locks.set_text(locks.read_pins(path))  # the pins; the file adds their hashes
+        body.append("<h2>Era %s: pinned packages (%s, SHA-256 %s)</h2>" % (
+            html.escape(era), html.escape(path), locks.file_sha256(path)))
         body.append("<pre>%s</pre>" % html.escape(pins))
     body.append("<h2>Host software that merged the run and made this report</h2>")
     body.append("<pre>%s</pre>" % html.escape(

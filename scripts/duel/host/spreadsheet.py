@@ -238,6 +238,18 @@ def write_environment(workbook, frame):
     _append(sheet, columns, bold=True)
     for row in cells.itertuples(index=False):
         _append(sheet, row)
+    write_stacks(sheet, frame)
+
+
+def write_stacks(sheet, frame):
+    """Below the cells: one row per software stack of the run (cells with the same installed
+    set ran on the same software; lock_match: that set is exactly its lock file's)."""
+    _append(sheet, [])
+    _append(sheet, ["software stacks: same installed_sha256, same software"], bold=True)
+    table = summary.stacks(frame)
+    _append(sheet, list(table.columns), bold=True)
+    for row in table.itertuples(index=False):
+        _append(sheet, row)
 
 
 def write_about(sheet, sheet_names):

@@ -118,3 +118,14 @@ def write_outputs(frame, parquet_path, csv_path):
     """The merged table as Parquet (lists kept) and CSV (samples as JSON text)."""
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), parquet_path)
     samples_as_text(frame).to_csv(csv_path, index=False)
+
+
+# What tells one software stack from another (duel/cell/locks.py): same installed set, same stack.
+STACK_KEYS = ["era", "device", "runner", "lock_file", "lock_sha256", "installed_sha256",
+              "lock_match", "drift_accepted"]
+
+
+def stacks(frame):
+    """One row per distinct software stack of the run, with the number of cells on it."""
+    cells = frame.drop_duplicates(subset=CELL_KEYS)
+    return cells.groupby(STACK_KEYS, dropna=False).size().rename("cells").reset_index()

@@ -8,7 +8,9 @@ import pytest
 from conftest import REPO, snakemake
 from duel.host import eras
 
-TINY_LOCK = "# requires-python: 3.7\nsix==1.16.0\n"
+TINY_LOCK = ("# requires-python: 3.7\n"
+             "six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254"
+             " --hash=sha256:1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926\n")
 
 
 def test_an_era_without_a_lock_file_is_named_with_the_known_eras():

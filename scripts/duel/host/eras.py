@@ -7,8 +7,8 @@ virtual environment built from its lock file, once, and reused:
 
 1. find the interpreter (``DUEL_PYTHON_X_Y``, ``pythonX.Y`` on PATH, then pyenv's versions);
 2. remove whatever is at the prefix (a partial build from an interrupted run included);
-3. create the venv and ``pip install --no-deps -r <lock>`` (exactly the pinned packages), then
-   ``pip check``;
+3. create the venv and ``pip install --require-hashes --no-deps -r <lock>`` (exactly the pinned
+   packages, each file checked against the lock's hashes), then ``pip check``;
 4. write ``duel-env.json`` last (lock file hash, interpreter, ``pip freeze``), atomically.
 
 The marker file is the proof of a finished build: an environment without it, or whose marker
@@ -49,7 +49,7 @@ def lock_file(checkout, era, device):
             return path
     known = sorted({re.sub(r"-(cpu|cuda)$", "", os.path.basename(path)[:-4])
                     for path in glob.glob(os.path.join(checkout, "envs", "*.txt"))
-                    if not path.endswith("tests.txt")})
+                    if REQUIRES.search(open(path).read())})  # not the tools' layered locks
     raise EraError("config key 'eras': era %r has no lock file (%s); eras with one: %s"
                    % (era, " or ".join(candidates), ", ".join(known)))
 
@@ -148,7 +148,7 @@ def build_env(era, lock, prefix, log=sys.stderr):
         shutil.rmtree(prefix)
     _run([python, "-m", "venv", prefix], log)
     pip = [env_python(prefix), "-m", "pip", "--disable-pip-version-check"]
-    _run(pip + ["install", "--no-deps", "-r", lock], log)
+    _run(pip + ["install", "--require-hashes", "--no-deps", "-r", lock], log)
     _run(pip + ["check"], log)
     freeze = subprocess.run(pip + ["freeze"], capture_output=True, text=True, check=True)
     version = subprocess.run([env_python(prefix), "--version"], capture_output=True, text=True,

@@ -48,7 +48,14 @@ def shards(tmp_path):
     ]
     for index, spec in enumerate(specs):
         path = str(tmp_path / ("shard-%d.parquet" % index))
-        shard.write_shard(cell_rows(*spec), path)
+        rows = cell_rows(*spec)
+        for row in rows:  # two software stacks: four cells as locked, two drifted
+            exact = index < 4
+            row.update(lock_file="envs/current-cpu.txt", lock_sha256="1" * 64,
+                       installed_sha256=("a" if exact else "b") * 64, lock_match=exact,
+                       lock_drift="" if exact else "six 1.17.0 -> 1.16.0",
+                       drift_accepted=not exact, runner="native")
+        shard.write_shard(rows, path)
         paths.append(path)
     return paths
 
@@ -153,7 +160,13 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     assert gflops[percent + 2][:2] == ["gpt2", 12.5]
 
     environment = sheet_rows(workbook, "environment")
-    assert len([row for row in environment[1:] if any(row)]) == 6  # one row per cell
+    blank = next(index for index, row in enumerate(environment) if not any(row))
+    assert blank == 1 + 6  # a header, one row per cell, then the software stacks
+    assert environment[blank + 1][0].startswith("software stacks")
+    header, stacks = environment[blank + 2], environment[blank + 3:]
+    rows = [dict(zip(header, row)) for row in stacks]
+    assert [(row["installed_sha256"][0], row["lock_match"], row["drift_accepted"], row["cells"])
+            for row in rows] == [("a", True, False, 4), ("b", False, True, 2)]
 
 
 def era_shards(tmp_path):

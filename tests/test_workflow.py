@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import QUICK, REPO, shard_file, snakemake, write_config
-from duel.cell import contract
+from duel.cell import contract, locks
 
 CELLS = [("pytorch", "eager"), ("tensorflow", "eager"), ("tensorflow", "function")]
 
@@ -75,6 +75,11 @@ def test_points_have_real_numbers_statuses_and_environment(run):
         assert row["transformers_version"] == "4.57.6"
         assert len(row["config_sha256"]) == 64 and row["git_commit"] and row["started_at"]
         assert row["cpu_model"] and row["hostname"]
+        # the software as installed: .venv against envs/current-cpu.txt (duel/cell/locks.py)
+        assert row["lock_file"] == "envs/current-cpu.txt" and row["drift_accepted"] is False
+        assert row["lock_sha256"] == locks.file_sha256(os.path.join(REPO, row["lock_file"]))
+        assert row["installed_sha256"] == locks.set_sha256(locks.installed())
+        assert row["lock_match"] == (row["lock_drift"] == "")
 
 
 def test_spreadsheet_matches_the_shards(run):

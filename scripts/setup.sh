@@ -59,7 +59,12 @@ install() {
   fi
 }
 
-install .venv/bin/python "${locks[@]}"
+if ! install .venv/bin/python "${locks[@]}"; then
+  echo "setup.sh: installing ${locks[*]} failed. torch==2.13.0+cpu is not on the default index:" \
+    "it comes from PyTorch's CPU wheel index, which must be one of pip's sources (e.g." \
+    "PIP_EXTRA_INDEX_URL; README: Exact environments)" >&2
+  exit 1
+fi
 "${pip[@]}" check > /dev/null
 .venv/bin/python scripts/setup_marker.py .venv "$installer" "${locks[@]}"
 

@@ -21,6 +21,8 @@ rule make_reference:
         era_container
     # Heavy compute: it takes as many cores as a timing cell, so it never runs beside one.
     threads: timing_threads
+    # Before any cell, so that the cells' rounds are not split by a model's reference.
+    priority: REFERENCE_PRIORITY
     resources:
         mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
         runtime=reference_runtime_min,
@@ -45,7 +47,7 @@ rule run_cell:
     output:
         shard=plan.SHARD_PATTERN,
     log:
-        "results/logs/cells/{era}/{device}/{framework}/{mode}/{precision}/{task}/{model}.log",
+        plan.LOG_PATTERN,
     conda:
         era_conda_env
     container:
@@ -57,6 +59,8 @@ rule run_cell:
         mem_mb=cell_mem_mb,
         runtime=cell_runtime_min,
         gpu=cell_gpus,
+    # Interleaved rounds: replicate 1 of every cell before replicate 2 of any (common.smk).
+    priority: round_priority
     params:
         launch=launcher(record_image=True),
         python=era_python,
@@ -76,6 +80,7 @@ rule run_cell:
         " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
         " --precision {wildcards.precision:q}"
         " --task {wildcards.task:q} --model-config {input.model_config:q}"
+        " --replicate {wildcards.replicate}"
         " --batch-sizes {params.grid[batch_sizes]:q}"
         " --sequence-lengths {params.grid[sequence_lengths]:q}"
         " --methods {params.methods:q} --seed {params.seed} --threads {threads}"

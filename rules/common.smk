@@ -131,7 +131,20 @@ wildcard_constraints:
     precision="|".join(config["precisions"]),
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
+    replicate="[1-9][0-9]*",
     weights="reference|training",
+
+
+REPLICATES = config["replicates"]
+# References (one per model) run before any cell; then round 1 of every cell, round 2, ...
+REFERENCE_PRIORITY = REPLICATES + 1
+
+
+def round_priority(wildcards):
+    """Snakemake runs ready jobs of higher priority first (a function of the job's wildcards):
+    replicate 1 of every cell before any cell's replicate 2, and so on. Only an order: nothing
+    depends on an earlier round's files, so adding a cell never reruns a finished one."""
+    return REPLICATES - int(wildcards.replicate)
 
 
 def shard_paths():

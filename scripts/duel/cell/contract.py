@@ -4,7 +4,19 @@ One row per point. The merge and every report read only these columns, so the sc
 once here and every shard is written with it (a shard whose points all failed still has typed,
 all-null timing columns, and shards concatenate without type drift).
 """
+from collections import namedtuple
+
 import pyarrow as pa
+
+# A cell's identity, defined once: the shard and log paths (duel.host.plan.cell_pattern), the
+# planned cells, the sweep's rows and the merge's groups all follow this tuple, so a new
+# dimension is one entry here (and its wildcard constraint in rules/common.smk).
+# ``replicate`` numbers the separate processes that run the same cell (config key replicates);
+# every replicate uses the same seed, weights and inputs.
+CELL_KEYS = ("era", "device", "framework", "mode", "precision", "task", "model", "replicate")
+Cell = namedtuple("Cell", CELL_KEYS)
+# A point of a cell (one row of its shard).
+POINT_KEYS = ("batch_size", "seq_len", "method")
 
 IDENTITY = [
     ("era", pa.string()),
@@ -14,6 +26,7 @@ IDENTITY = [
     ("precision", pa.string()),  # fp32, fp16, bf16 (adapters/base.py: how each is run)
     ("task", pa.string()),
     ("model", pa.string()),
+    ("replicate", pa.int64()),  # which process of the cell (1..replicates); older shards: 1
     ("batch_size", pa.int64()),
     ("seq_len", pa.int64()),
     ("method", pa.string()),

@@ -18,7 +18,7 @@ from .memory import PeakRssProbe
 
 Point = namedtuple("Point", "batch_size seq_len method")
 
-CellSpec = namedtuple("CellSpec", "era device framework mode precision task model")
+CellSpec = contract.Cell  # the cell's identity (contract.CELL_KEYS)
 
 
 def plan_points(batch_sizes, sequence_lengths, methods):

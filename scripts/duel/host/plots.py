@@ -167,12 +167,13 @@ def _value(row, column):
 
 
 def _interval(row):
-    """(low, high) bootstrap interval of a point's reported figure, or None."""
-    samples = row["samples"] if row is not None else None
-    if row is None or row["status"] != "ok" or not hasattr(samples, "__len__") \
-            or len(samples) < statistics.MIN_SAMPLES:
+    """(low, high) bootstrap interval of a point's reported figure (hierarchical over its
+    replicates, statistics.py), or None."""
+    if row is None or row["status"] != "ok" or not row["n_samples"] \
+            or row["n_samples"] < statistics.MIN_SAMPLES:
         return None
-    return statistics.bootstrap_interval(samples, scopes.statistic_name(row["method"]))
+    return statistics.bootstrap_interval(row["replicate_samples"],
+                                         scopes.statistic_name(row["method"]))
 
 
 def _bar_positions(points):

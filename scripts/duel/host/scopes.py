@@ -7,13 +7,12 @@ what every cell ran in then.
 """
 import pandas as pd
 
-from . import summary
+from . import replicates, summary
 
 DEFAULT_PRECISION = "fp32"
 SCOPE = ["era", "device", "precision", "task", "method"]
 SERIES = ["framework", "mode"]
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
-STATISTIC_NAMES = {"duel": "median", "hf2019": "mean"}
 # How a point that has no time is shown: skipped is the 2019 sheets' N/A.
 STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error"}
 
@@ -30,9 +29,7 @@ def prepared(frame):
     return frame
 
 
-def statistic_name(method):
-    """What a method reports per point: duel its median, hf2019 its mean (as 2019 did)."""
-    return STATISTIC_NAMES.get(method, "median")
+statistic_name = replicates.statistic_name
 
 
 def status_label(status):

@@ -288,12 +288,12 @@ def exact_floats():
 
 def write_workbook(frame, path):
     """The whole spreadsheet for a merged frame (see the module docstring)."""
-    frame = summary.with_reported(frame)
+    long_frame, frame = frame, summary.with_reported(frame)  # every replicate; points
     points = summary.point_order(frame)
     workbook = Workbook()
     about = workbook.active
     about.title = "about"
-    write_long(workbook, frame)
+    write_long(workbook, long_frame)
     write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
     write_statistics(workbook, frame)
@@ -301,7 +301,7 @@ def write_workbook(frame, path):
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
     write_historical(workbook, frame)
-    write_environment(workbook, frame)
+    write_environment(workbook, long_frame)
     write_about(about, workbook.sheetnames[1:])
     with exact_floats():
         workbook.save(path)

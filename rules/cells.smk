@@ -15,14 +15,14 @@ rule make_reference:
         manifest="results/reference/{era}/{model}/{weights}.json",
     log:
         "results/logs/reference/{era}/{model}-{weights}.log",
+    # Before any cell, so that the cells' rounds are not split by a model's reference.
+    priority: REFERENCE_PRIORITY
     conda:
         era_conda_env
     container:
         era_container
     # Heavy compute: it takes as many cores as a timing cell, so it never runs beside one.
     threads: timing_threads
-    # Before any cell, so that the cells' rounds are not split by a model's reference.
-    priority: REFERENCE_PRIORITY
     resources:
         mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
         runtime=reference_runtime_min,
@@ -48,6 +48,8 @@ rule run_cell:
         shard=plan.SHARD_PATTERN,
     log:
         plan.LOG_PATTERN,
+    # Interleaved rounds: replicate 1 of every cell before replicate 2 of any (common.smk).
+    priority: round_priority
     conda:
         era_conda_env
     container:
@@ -59,8 +61,6 @@ rule run_cell:
         mem_mb=cell_mem_mb,
         runtime=cell_runtime_min,
         gpu=cell_gpus,
-    # Interleaved rounds: replicate 1 of every cell before replicate 2 of any (common.smk).
-    priority: round_priority
     params:
         launch=launcher(record_image=True),
         python=era_python,

@@ -6,6 +6,8 @@ bootstrap calls clear is not clear over processes; a real 20% difference still i
 import os
 
 import numpy as np
+import openpyxl
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
@@ -146,3 +148,74 @@ def test_rounds_come_first_in_the_planned_order():
               "replicates": 3, "runner": "native"}
     cells = plan.plan_cells(config, os.path.dirname(os.path.dirname(__file__)))
     assert [cell.replicate for cell in cells] == [1, 1, 2, 2, 3, 3]
+
+
+# --- A real workflow run with two replicates per cell ---------------------------------------
+
+from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def replicated_run(tmp_path_factory):
+    """The tiny model, PyTorch eager and TensorFlow eager, two processes per cell."""
+    workdir = tmp_path_factory.mktemp("replicated")
+    settings = dict(QUICK, replicates=2)
+    config = write_config(workdir, models_dir=TEST_MODELS, models=["tiny-bert-16pos"],
+                          modes={"pytorch": ["eager"], "tensorflow": ["eager"]},
+                          batch_sizes=[1], sequence_lengths=[8], method="duel", **settings)
+    snakemake(workdir, "--cores", "all", "--configfile", config)
+    return workdir, config
+
+
+def test_each_replicate_is_its_own_process_shard_and_log(replicated_run):
+    workdir, _ = replicated_run
+    rows = []
+    for framework in ("pytorch", "tensorflow"):
+        for replicate in (1, 2):
+            path = shard_file(workdir, framework, "eager", "tiny-bert-16pos",
+                              replicate=replicate)
+            rows += pq.read_table(path).to_pylist()
+            log = path.replace(os.path.join("results", "shards"),
+                               os.path.join("results", "logs", "cells"))
+            assert os.path.isfile(log[: -len(".parquet")] + ".log")
+    assert sorted((row["framework"], row["replicate"]) for row in rows) == [
+        ("pytorch", 1), ("pytorch", 2), ("tensorflow", 1), ("tensorflow", 2)]
+    assert all(row["status"] == "ok" for row in rows)
+    assert len(set(row["config_sha256"] for row in rows if row["framework"] == "pytorch")) == 1
+    # Rounds: every replicate 1 started before any replicate 2 (the jobs' own start times).
+    first = max(row["started_at"] for row in rows if row["replicate"] == 1)
+    second = min(row["started_at"] for row in rows if row["replicate"] == 2)
+    assert first <= second
+
+
+def test_the_reports_rest_on_both_replicates(replicated_run):
+    workdir, _ = replicated_run
+    results = os.path.join(str(workdir), "results")
+    summary_rows = pq.read_table(os.path.join(results, "summary.parquet")).to_pylist()
+    assert len(summary_rows) == 4  # the long table keeps every replicate's row
+    workbook = openpyxl.load_workbook(os.path.join(results, "summary.xlsx"))
+    layout = [list(row) for row in workbook["current cpu PT eager duel"].iter_rows(
+        values_only=True)]
+    assert "2 processes per point" in layout[1][0]
+    pt = sorted((row for row in summary_rows if row["framework"] == "pytorch"),
+                key=lambda row: row["replicate"])
+    assert layout[3][1] == pytest.approx(np.median([row["median"] for row in pt]) / 1000.0)
+    noise = [list(row) for row in workbook["noise"].iter_rows(values_only=True)]
+    assert "2 processes per point" in noise[0][0] and "replicate_spread" in noise[1]
+    ratios = pd.read_csv(os.path.join(results, "statistics", "ratios.csv"))
+    assert list(ratios["replicates_pt"]) == [2] and list(ratios["interval"]) == [
+        statistics.BETWEEN]
+    assert os.path.isfile(os.path.join(results, "plots", "noise",
+                                       "current_cpu_fp32_inference_duel.png"))
+
+
+def test_adding_a_replicate_runs_only_the_new_round(replicated_run):
+    workdir, config = replicated_run
+    result = snakemake(workdir, "-n", "--cores", "all", "--configfile", config, "--config",
+                       "replicates=3")
+    assert "run_cell" in result.stdout
+    jobs = [line for line in result.stdout.splitlines() if line.startswith("run_cell")]
+    assert jobs and jobs[0].split()[-1] == "2", result.stdout  # the two r3 cells only
+    outputs = [line for line in result.stdout.splitlines()
+               if line.strip().startswith("output: results/shards/")]
+    assert len(outputs) == 2 and all(line.endswith("/r3.parquet") for line in outputs)

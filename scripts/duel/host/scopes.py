@@ -62,9 +62,28 @@ def versions(group):
     return ", ".join(found)
 
 
+def replicates_label(group):
+    """'3 processes per point' (or '2-3 ...' where the cells differ) of a point table's rows."""
+    counts = group["replicates"].dropna().astype(int) if "replicates" in group else []
+    if not len(counts):
+        return "1 process per point"
+    low, high = int(counts.min()), int(counts.max())
+    return "%s process%s per point" % (low if low == high else "%d-%d" % (low, high),
+                                       "" if high == 1 else "es")
+
+
+def interval_label(group):
+    """What an interval of these rows saw: processes, or only the jitter inside one."""
+    if "replicates" in group and group["replicates"].min() >= 2:
+        return "over processes"
+    return "within one process only"
+
+
 def describe(group, values):
-    """One line naming a scope, its software and its hardware, for a chart's title."""
+    """One line naming a scope, its software, its hardware and the processes behind each
+    point, for a chart's title."""
     record = dict(zip(SCOPE, values))
-    return "era %s (%s), %s, %s %s, method %s (%s per call) | %s" % (
+    return "era %s (%s), %s, %s %s, method %s (%s per call) | %s | %s" % (
         record["era"], versions(group), record["device"], record["precision"], record["task"],
-        record["method"], statistic_name(record["method"]), summary.hardware(group))
+        record["method"], statistic_name(record["method"]), summary.hardware(group),
+        replicates_label(group))

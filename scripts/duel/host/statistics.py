@@ -30,6 +30,7 @@ MIN_SAMPLES = 5
 CHUNK_VALUES = 4000000  # resampled values held at once (32 MB of float64)
 STATISTICS = {"median": np.median, "mean": np.mean}
 PAIR = ["era", "device", "precision", "task", "method", "mode_pt", "mode_tf"]
+NOISY_SPREAD = replicates.NOISY_SPREAD
 BETWEEN = "between processes"
 WITHIN = "within one process only"
 
@@ -238,6 +239,35 @@ def pair_summary(ratios):
     return pd.DataFrame(rows, columns=PAIR + [
         "replicates", "interval", "points", "compared", "pytorch_clearly_faster", "tensorflow_clearly_faster", "not_clear",
         "geomean_ratio"])
+
+
+def method_text(min_effect=MIN_EFFECT):
+    """How the ratios and verdicts are made, in one paragraph (the sheet and the page)."""
+    return (
+        "PyTorch / TensorFlow ratio of each method's figure per point (duel: the median of the "
+        "replicates' medians; hf2019: the mean of every sample, as 2019); < 1: PyTorch faster. "
+        "Interval: %d%% percentile bootstrap, %d resamples, seed %d, hierarchical over the "
+        "replicates (separate processes: drawn with replacement, then their samples) where both "
+        "sides have several, else within one process only (column interval). Clear: the "
+        "interval excludes 1 and the ratio lies beyond %g%% either way (min_effect). No interval "
+        "with fewer than %d samples." % (round(CONFIDENCE * 100), RESAMPLES, SEED,
+                                          100 * min_effect, MIN_SAMPLES))
+
+
+NOISE_COLUMNS = scopes.SCOPE + ["framework", "mode", "model", "batch_size", "seq_len", "point",
+                                "replicates", "replicate_figures", "replicate_spread",
+                                "replicate_cv", "noisy"]
+
+
+def noise_table(frame):
+    """Per point, how much its processes differed: each replicate's figure (ms), max / min of
+    them (``replicate_spread``), their coefficient of variation, and ``noisy`` beyond 10%."""
+    table = scopes.prepared(frame)
+    table = table[table["status"] == "ok"][NOISE_COLUMNS].copy()
+    table["replicate_figures"] = [
+        ", ".join("%.4g" % value for value in figures) if figures is not None else None
+        for figures in table["replicate_figures"]]
+    return table.reset_index(drop=True)
 
 
 def headline(frame):

@@ -124,8 +124,11 @@ def main(argv=None):
     sys.path.insert(0, HERE)
     from duel.cell import environment, models
 
+    from duel.cell import conditions
+
     threads = args.threads or environment.usable_cpus()
     prepare_process(args.framework, args.device, threads)
+    bound = conditions.bind_process(threads)  # before the framework starts its threads
     started_at = environment.utc_now()
     spec = models.load_model_spec(args.model_config)
 
@@ -144,6 +147,7 @@ def main(argv=None):
         seed=args.seed,
         started_at=started_at,
     )
+    columns.update(bound)
     columns.update(adapter.environment())
     settings = sweep.SweepSettings(
         seed=args.seed,

@@ -50,6 +50,9 @@ TIMING = [
     ("point_wall_s", pa.float64()),  # wall time of the whole point, warm-up included
     ("setup_s", pa.float64()),  # one-off preparation before the first call (e.g. jit.trace)
     ("first_call_ms", pa.float64()),  # the untimed first call (tracing, compiling included)
+    ("gc_collections", pa.int64()),  # garbage collections inside the duel samples (conditions)
+    ("canary_before_ms", pa.float64()),  # the fixed canary workload just before the point...
+    ("canary_after_ms", pa.float64()),  # ...and just after it (conditions.canary_ms)
 ]
 MEMORY = [
     ("peak_host_rss_mb", pa.float64()),
@@ -86,6 +89,9 @@ ENVIRONMENT = [
     ("cpu_max_mhz", pa.float64()),
     ("logical_cpus", pa.int64()),
     ("threads", pa.int64()),
+    ("cpu_affinity", pa.string()),  # the CPUs the process was bound to (cpuset notation)
+    ("omp_binding", pa.string()),  # OpenMP thread placement (conditions.py)
+    ("gc_policy", pa.string()),  # what the garbage collector did while duel took samples
     ("hostname", pa.string()),
     ("platform", pa.string()),
     ("runner", pa.string()),

@@ -109,7 +109,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     workbook = openpyxl.load_workbook(path)
     assert workbook.sheetnames == [
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
-        "current cpu PT eager hf2019", "current cpu PT jit duel", "ratio PT-TF", "statistics",
+        "current cpu PT eager hf2019", "current cpu PT jit duel", "ratio PT-TF", "statistics", "noise",
         "mode speed-up", "GFLOP per s", "cross-era", "historical 2019", "environment"]
 
     long_rows = sheet_rows(workbook, "long")
@@ -165,7 +165,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     assert environment[blank + 1][0].startswith("software stacks")
     header, stacks = environment[blank + 2], environment[blank + 3:]
     rows = [dict(zip(header, row)) for row in stacks]
-    assert [(row["installed_sha256"][0], row["lock_match"], row["drift_accepted"], row["cells"])
+    assert [(row["installed_sha256"][0], row["lock_match"], row["drift_accepted"], row["shards"])
             for row in rows] == [("a", True, False, 4), ("b", False, True, 2)]
 
 
@@ -222,6 +222,9 @@ def test_2019_csv_layout(tmp_path):
         "hf2019_cpu_pytorch_eager_inference_hf2019.csv",
         "current_cpu_pytorch_eager_inference_hf2019.csv"]
     lines = open(written[0]).read().splitlines()
+    readme = open(str(tmp_path / "csv" / "README.txt")).read()
+    assert "mean per call of every timeit.repeat sample" in readme
+    assert "1 process per point" in readme
     old = pq.read_table(paths[0]).to_pylist()
     assert lines[0] == "model,1x8,1x64,2x8"
     assert lines[1] == "gpt2,%r,%r,N/A" % (old[0]["mean"] / 1000.0, old[1]["mean"] / 1000.0)

@@ -69,7 +69,8 @@ def parse_args(argv=None):
                            "without it the model is built from the seed and not checked")
     grid.add_argument("--threads", type=int, default=None, help="default: all usable CPUs")
     duel = parser.add_argument_group("method duel")
-    duel.add_argument("--warmup-calls", type=int, default=3)
+    duel.add_argument("--warmup-calls", type=int, default=3,
+                      help="untimed calls per point; the first call is untimed even at 0")
     duel.add_argument("--min-samples", type=int, default=10)
     duel.add_argument("--min-time-s", type=float, default=1.0)
     duel.add_argument("--max-samples", type=int, default=1000)

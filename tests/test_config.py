@@ -23,6 +23,7 @@ BAD = [
     (["models=[gpt2;touch /tmp/pwned]"], ["models", "gpt2;touch /tmp/pwned"]),
     (["models=[../../etc/passwd]"], ["models", "../../etc/passwd"]),
     (["duel={min_samples: 0}"], ["min_samples", "0"]),
+    (["duel={warmup_calls: 0}"], ["warmup_calls", "0"]),
     (["cell_threads=0"], ["cell_threads", "0"]),
     (["runner=podman"], ["runner", "podman"]),
     (["runner=docker", "images={current-cpu: x;touch /tmp/pwned}"],

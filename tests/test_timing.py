@@ -75,6 +75,18 @@ def test_the_first_call_is_kept_apart_from_the_samples():
     assert hf2019.first_call_ms >= 20.0 and max(hf2019.samples_ms) < 5.0
 
 
+def test_the_first_call_stays_out_of_the_samples_even_without_warm_up():
+    calls = []
+
+    def call():  # 20 ms the first time (a trace, a compile), 1 ms after
+        busy_wait(20.0 if not calls else 1.0)()
+        calls.append(1)
+
+    duel = timing.time_duel(call, settings=timing.DuelSettings(0, 5, 0.0, 5, 10.0))
+    assert duel.first_call_ms >= 20.0 and max(duel.samples_ms) < 5.0
+    assert duel.warmup_calls == 1 and len(calls) == 1 + 5
+
+
 def test_duel_runs_at_least_min_time():
     settings = timing.DuelSettings(0, 2, 0.1, 10000, 10.0)
     measurement = timing.time_duel(busy_wait(1.0), settings=settings)

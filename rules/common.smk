@@ -192,15 +192,18 @@ def timing_threads(wildcards):
 
 
 def cell_runtime_min(wildcards, threads):
-    """Walltime for a scheduler, from the grid the cell sweeps (duel/host/resources.py)."""
+    """Walltime for a scheduler, from the grid and FLOPs of the cell's own task
+    (duel/host/resources.py)."""
+    batch_sizes, sequence_lengths = plan.task_grid(config, wildcards.task)
     return resources.cell_runtime_min(
         models.load_model_spec(model_config(wildcards)),
-        config["batch_sizes"],
-        config["sequence_lengths"],
+        batch_sizes,
+        sequence_lengths,
         METHODS,
         config["duel"],
         config["hf2019"],
         threads,
+        task=wildcards.task,
     )
 
 

@@ -1,5 +1,6 @@
 """What a job asks a cluster for (cores, walltime) and what a cell records of its SLURM job."""
 import os
+import re
 
 import pytest
 
@@ -74,3 +75,34 @@ def test_the_planned_jobs_carry_cores_walltime_and_memory(tmp_path):
     text = " ".join((result.stdout + result.stderr).split())
     assert "threads: 3" in text
     assert "runtime=" in text and "mem_mb=" in text and "gpu=0" in text
+
+
+def test_a_training_cell_asks_for_more_time_than_inference_on_the_same_grid():
+    gpt2 = spec("gpt2")
+    grid = ([1, 8], [8, 512], ["duel"], DUEL, HF2019, 4)
+    inference = resources.cell_runtime_min(gpt2, *grid)
+    training = resources.cell_runtime_min(gpt2, *grid, task="training")
+    assert training > inference
+    # its own grid: a one-point training grid asks for less than the inference grid
+    assert resources.cell_runtime_min(gpt2, [1], [8], ["duel"], DUEL, HF2019, 4,
+                                      task="training") < inference
+
+
+def planned_resources(output, rule="run_cell"):
+    """{task: (runtime, mem_mb)} of the ``rule`` jobs of a dry run's output."""
+    found = {}
+    for block in output.split("rule %s:" % rule)[1:]:
+        task = re.search(r"task=(\w+)", block).group(1)
+        runtime = int(re.search(r"runtime=(\d+)", block).group(1))
+        found[task] = (runtime, int(re.search(r"mem_mb=(\d+)", block).group(1)))
+    return found
+
+
+def test_the_planned_training_cell_asks_for_more_time_and_memory_than_inference(tmp_path):
+    result = snakemake(tmp_path, "-n", "--cores", "2", "--config", "models=[gpt2]",
+                       "frameworks=[pytorch]", "tasks=[inference,training]", "cell_threads=2",
+                       "batch_sizes=[1,8]", "sequence_lengths=[8,512]",
+                       "training={batch_sizes: [1,8], sequence_lengths: [8,512]}")
+    planned = planned_resources(result.stdout + result.stderr)
+    assert planned["training"][0] > planned["inference"][0], planned
+    assert planned["training"][1] > planned["inference"][1], planned

@@ -19,10 +19,16 @@ USE_APPTAINER = (
     DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
 )
 
+# The main invocation plans with probes (interpreters, Docker engine and images); a job's own
+# re-parse (on a SLURM node, or a subprocess) trusts it and probes nothing.
+MAIN_PROCESS = workflow.is_main_process
+
 plan.coerce_command_line_numbers(config)
 validate(config, "../config/schema/config.schema.yaml")
 try:
-    CELLS = plan.plan_cells(config, CHECKOUT, apptainer_enabled=USE_APPTAINER)
+    CELLS = plan.plan_cells(
+        config, CHECKOUT, apptainer_enabled=USE_APPTAINER, probe=MAIN_PROCESS
+    )
 except plan.PlanError as error:
     raise WorkflowError(str(error))
 
@@ -54,8 +60,25 @@ def era_env_marker(wildcards):
     """A built era's finished environment (none for the native era, in images, under conda)."""
     if is_native(wildcards) or USE_CONDA or RUNNER != "native":
         return []
+    settle_era_env(wildcards.era, device_of(wildcards))
     prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
     return os.path.join(prefix, eras.MARKER)
+
+
+@functools.lru_cache(maxsize=None)
+def settle_era_env(era, device):
+    """Once per era and device, while jobs are planned: a stale environment loses its marker
+    so that build_era_env runs again, but only in the main invocation of a real run; a dry run
+    (or --dag, --summary, ...) says what would be rebuilt, a job's re-parse does nothing.
+    """
+    if not MAIN_PROCESS:
+        return
+    real_run = workflow.executor_plugin is not None and not workflow.dryrun
+    eras.settle(
+        eras.env_prefix(ERA_ENVS_DIR, era, device),
+        eras.lock_file(CHECKOUT, era, device),
+        discard=real_run and not workflow.touch,
+    )
 
 
 def era_python(wildcards):

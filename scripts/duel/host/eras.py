@@ -134,6 +134,21 @@ def discard_if_stale(prefix, lock):
     return reason
 
 
+def settle(prefix, lock, discard, log=sys.stderr):
+    """Why the environment at ``prefix`` must be built, or None; said on ``log``.
+
+    With ``discard`` (only the main invocation of a real run) a stale environment loses its
+    marker, so that its build rule runs again; without it (a dry run, any other invocation that
+    only plans) nothing on disk changes and the message says what a real run would rebuild.
+    """
+    reason = discard_if_stale(prefix, lock) if discard else stale_reason(prefix, lock)
+    if reason:
+        log.write("environment %s %s: %s\n" % (
+            prefix, "will be built" if discard else "would be built by a real run (nothing "
+            "deleted now)", reason))
+    return reason
+
+
 def _run(command, log):
     log.write("$ %s\n" % " ".join(command))
     log.flush()

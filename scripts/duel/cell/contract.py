@@ -66,6 +66,9 @@ ENVIRONMENT = [
     ("pyarrow_version", pa.string()),
     ("cuda", pa.string()),
     ("cudnn", pa.string()),
+    # TF32 for fp32 matrix products as the framework reports its switches: on, off, or n/a (a
+    # CPU, or an era without the switch); config key tf32 sets it (adapters/base.py).
+    ("tf32", pa.string()),
     ("device_name", pa.string()),
     ("gpu_driver", pa.string()),
     ("cpu_model", pa.string()),

@@ -52,7 +52,7 @@ def check_output(adapter, call, method, reference_dir, seq_len):
         hidden = adapter.to_numpy(adapter.last_hidden_state(call()))
     return {
         "max_abs_diff": reference.max_abs_difference(hidden, expected),
-        "diff_tolerance": reference.tolerance(expected, adapter.precision),
+        "diff_tolerance": reference.tolerance(expected, adapter.check_precision()),
     }
 
 

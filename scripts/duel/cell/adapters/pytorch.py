@@ -11,6 +11,8 @@ comparable); ``hf2019`` calls the model in eval mode without it, as the 2019 scr
   happens in each new shape's first call, so it lands in ``first_call_ms``, never in a sample.
 Precision: fp16/bf16 run under ``torch.autocast`` (weights stay fp32, matrix products in the low
 precision). torch 1.3 has no autocast; there fp16 is 2019's ``--fp16``, ``model.half()``, on CUDA.
+TF32: ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32``, both
+set from the cell's ``tf32`` (default off: strict fp32).
 CUDA: ``torch.cuda.synchronize()`` is the barrier; the device peak is the caching allocator's
 ``max_memory_allocated``, reset per point.
 """
@@ -32,9 +34,10 @@ class PyTorchAdapter(Adapter):
     framework = "pytorch"
     modes = ("eager", "torchscript", "compile")
 
-    def __init__(self, mode, device, precision, threads, task="inference"):
-        super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task)
+    def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
+        super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task, tf32)
         torch.set_num_threads(threads)
+        self.set_tf32(tf32)
         self._compiled = None
         self._half = precision == "fp16" and not HAS_AUTOCAST  # 2019's --fp16
 
@@ -49,7 +52,15 @@ class PyTorchAdapter(Adapter):
             "cuda": torch.version.cuda,
             "cudnn": str(torch.backends.cudnn.version()) if cuda else None,
             "device_name": torch.cuda.get_device_name(0) if cuda else no_gpu_name(self.device),
+            "tf32": self.tf32_state(),
         }
+
+    def set_tf32(self, enabled):
+        for _, owner in compat.torch_tf32_switches(torch):
+            owner.allow_tf32 = bool(enabled)
+
+    def tf32_flags(self):
+        return dict((name, owner.allow_tf32) for name, owner in compat.torch_tf32_switches(torch))
 
     def mode_unsupported(self, spec):
         if self.mode == "torchscript":

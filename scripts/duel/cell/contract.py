@@ -54,6 +54,11 @@ TRAINING = [  # task training only (sweep.py): the loss on the point's batch aro
     ("train_steps", pa.int64()),  # optimiser steps the point took, warm-up included
     ("learning_rate", pa.float64()),
 ]
+GRAPH = [  # mode compile (adapters/pytorch.py): what torch.compile did during the point
+    ("compiles", pa.int64()),  # graphs Dynamo compiled (a static graph per point: 1)
+    ("recompiles", pa.int64()),  # of those, compiled after the point's first call (0)
+    ("graph_breaks", pa.int64()),
+]
 WORK = [
     ("flops", pa.float64()),
     ("achieved_gflops", pa.float64()),
@@ -96,7 +101,7 @@ ENVIRONMENT = [
     ("slurm_gpus", pa.string()),
 ]
 
-COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + WORK + ENVIRONMENT
+COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + WORK + ENVIRONMENT
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
 STATUSES = ("ok", "oom", "error", "skipped")

@@ -61,6 +61,7 @@ def measure(adapter, spec, point, settings):
     the call (inference) or the training columns (training)."""
     if adapter.task == "training" and not adapter.fresh:  # each point starts from the weights
         adapter.build(spec, settings.seed, settings.reference_dir)
+    adapter.begin_point()
     adapter.reset_device_peak()
     probe = PeakRssProbe().start()
     began = time.perf_counter()
@@ -79,6 +80,7 @@ def measure(adapter, spec, point, settings):
         else:
             measurement = timing.time_duel(call, adapter.synchronise, settings.duel)
     columns = timing.summarise(measurement)
+    columns.update(adapter.graph_columns())
     columns["point_wall_s"] = time.perf_counter() - began
     columns["setup_s"] = setup_s
     columns["peak_host_rss_mb"] = probe.peak_mib()
@@ -164,7 +166,10 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
                 row["status"] = "ok"
                 reported = row["mean"] if point.method == "hf2019" else row["median"]
                 row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
-                if cell.task == "training":
+                problem = adapter.graph_problem(columns)
+                if problem:
+                    row["status"], row["message"] = "error", problem
+                elif cell.task == "training":
                     row.update(judge_training(columns))
                 else:
                     row.update(judge_output(adapter, call, point, settings))

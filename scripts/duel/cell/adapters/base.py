@@ -185,6 +185,20 @@ class Adapter(object):
         """The final hidden state of a forward pass, whatever the era's output type."""
         return compat.last_hidden_state(outputs)
 
+    def begin_point(self):
+        """Prepare a new point before its input is made (e.g. a fresh compiled graph)."""
+        return None
+
+    def graph_columns(self):
+        """The point's graph columns (contract.GRAPH), read once its timed calls are done;
+        empty where the mode compiles nothing that could be counted."""
+        return {}
+
+    def graph_problem(self, columns):
+        """Why the point's timed calls did not run the graph its mode names (``columns`` from
+        graph_columns), or None: such a point is an error, never a number under a wrong name."""
+        return None
+
     def release_point(self):
         """Drop what one point left behind before the next point starts."""
         gc.collect()

@@ -3,11 +3,10 @@ re-parse (on a SLURM node) probes nothing the main invocation has checked alread
 import json
 import os
 
-from conftest import snakemake
+from conftest import shard_file, snakemake
 from duel.host import eras
 
 GRID = ["models=[gpt2]", "frameworks=[pytorch]"]
-SHARD = "results/shards/current/cpu/pytorch/eager/fp32/inference/gpt2.parquet"
 
 
 def stale_environment(tmp_path):
@@ -41,6 +40,7 @@ def test_a_jobs_own_re_parse_does_not_probe_the_docker_engine(tmp_path):
                      env=environment)
     assert main.returncode != 0
     assert "needs a running Docker engine" in main.stdout + main.stderr
-    job = snakemake(tmp_path, "--mode", "remote", "-n", "--cores", "1", SHARD, "--config",
+    shard = os.path.relpath(shard_file(tmp_path, "pytorch", "eager", "gpt2"), str(tmp_path))
+    job = snakemake(tmp_path, "--mode", "remote", "-n", "--cores", "1", shard, "--config",
                     *config, env=environment)
     assert "Docker engine" not in job.stdout + job.stderr

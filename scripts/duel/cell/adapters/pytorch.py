@@ -44,6 +44,7 @@ class PyTorchAdapter(Adapter):
     def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
         super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task, tf32)
         torch.set_num_threads(threads)
+        compat.set_interop_threads(torch, threads)
         self.set_tf32(tf32)
         self._compiled = None
         self._after_first_call = None  # mode compile: graphs compiled by the point's first call

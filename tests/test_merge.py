@@ -10,6 +10,8 @@ import pytest
 from duel.cell import contract, shard
 from duel.host import spreadsheet, summary
 
+pytestmark = pytest.mark.unit
+
 POINTS = [(1, 8), (1, 64), (2, 8)]
 
 

@@ -9,6 +9,8 @@ import pytest
 from duel.cell import contract, shard
 from duel.host import plots, statistics, summary
 
+pytestmark = pytest.mark.unit
+
 POINTS = [(1, 8), (1, 64), (2, 8)]
 # (era, framework, mode, model, speed, {point: status}): a small run with every kind of gap.
 CELLS = [

@@ -8,6 +8,8 @@ import pytest
 from duel.cell import contract, shard
 from duel.host import spreadsheet, statistics, summary
 
+pytestmark = pytest.mark.unit
+
 
 def lognormal(median, size, seed, spread=0.1):
     """Samples whose population median is exactly ``median`` (log-normal, like timings)."""

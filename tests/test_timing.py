@@ -6,6 +6,8 @@ import pytest
 
 from duel.cell import timing
 
+pytestmark = pytest.mark.unit
+
 
 def busy_wait(milliseconds):
     """A call that takes ``milliseconds`` of wall time (busy loop: no scheduler sleep jitter)."""

@@ -6,6 +6,7 @@ point past the maximum length, a build that fails, an output beyond tolerance, a
 not fall). Each must give its own row and status, the others' rows unaffected. The real
 frameworks run the same sweep in tests/test_reference.py, test_training.py and test_workflow.py.
 """
+import functools
 import io
 import os
 import subprocess
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import SCRIPTS
-from duel.cell import contract, models, reference, sweep, timing
+from duel.cell import conditions, contract, models, reference, sweep, timing
 from duel.cell.adapters.base import Adapter
 
 pytestmark = pytest.mark.unit
@@ -30,6 +31,15 @@ QUICK = timing.DuelSettings(warmup_calls=1, min_samples=3, min_time_s=0.0, max_s
                             max_time_s=1.0)
 HF2019 = timing.Hf2019Settings(repeat=3, number=1)
 ENVIRONMENT = {"framework_version": "0.fake", "threads": 1}
+
+
+@pytest.fixture(autouse=True)
+def small_canary(monkeypatch):
+    """The canary (conditions.canary_ms, two per point) on a tiny matrix: its product of
+    192 x 192 takes a tenth of a second on a loaded 2-core machine, and the sweep's logic is
+    under test here, not the machine's speed."""
+    monkeypatch.setattr(conditions, "canary_ms",
+                        functools.partial(conditions.canary_ms, size=8, runs=1))
 
 
 def hidden_state(ids):

@@ -215,6 +215,16 @@ def grid(wildcards):
     }
 
 
+def cores_given():
+    """--cores. Snakemake refuses to run jobs here without it, but a command that runs none
+    (--report, --summary) needs no --cores: a job's threads are then only shown, as 1.
+    """
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
 def timing_threads(wildcards):
     """Cores a cell or reference takes and times with (duel/host/resources.py).
 
@@ -222,7 +232,7 @@ def timing_threads(wildcards):
     """
     try:
         return resources.timing_threads(
-            config.get("cell_threads"), workflow.non_local_exec, lambda: workflow.cores
+            config.get("cell_threads"), workflow.non_local_exec, cores_given
         )
     except plan.PlanError as error:
         raise WorkflowError(str(error))

@@ -10,6 +10,8 @@ import yaml
 
 from conftest import REPO
 
+pytestmark = pytest.mark.unit
+
 CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
              os.path.join(REPO, "scripts", "run_cell.py")]
 ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel"}

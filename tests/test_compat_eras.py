@@ -49,8 +49,9 @@ def era_python(era):
     return eras.env_python(prefix)
 
 
-@pytest.mark.parametrize("era, version, legacy", [("hf2019", "2.1.1", True),
-                                                  ("current", "4.57.6", False)])
+@pytest.mark.parametrize("era, version, legacy", [
+    pytest.param("hf2019", "2.1.1", True, marks=pytest.mark.era),
+    pytest.param("current", "4.57.6", False, marks=pytest.mark.framework)])
 def test_compat_builds_every_config_and_reads_outputs_in_each_era(era, version, legacy):
     result = subprocess.run(
         [era_python(era), "-c", PROBE, SCRIPTS, os.path.join(REPO, "config", "models"),

@@ -24,6 +24,8 @@ from docker_engine import Engine, EngineError
 from duel.cell.environment import git_commit
 from duel.host import images
 
+pytestmark = pytest.mark.docker
+
 MODEL = "distilbert-base-uncased"
 SMALL = "tiny-bert-16pos"  # a two-layer BERT: quick to build, for the fault test
 TEST_LOCK = os.path.join(REPO, "tests", "data", "envs", "current-cpu-pytorch.txt")

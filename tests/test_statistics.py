@@ -1,12 +1,16 @@
 """Bootstrap intervals on synthetic samples with a known answer, and the statistics tables."""
 import os
+import re
 
 import numpy as np
 import openpyxl
+import pandas as pd
 import pytest
 
 from duel.cell import contract, shard
-from duel.host import spreadsheet, statistics, summary
+from duel.host import pages, spreadsheet, statistics, summary
+
+pytestmark = pytest.mark.unit
 
 
 def lognormal(median, size, seed, spread=0.1):
@@ -164,3 +168,27 @@ def test_headline_is_the_2019_aggregation_beside_medians(frame):
         ok["median"].median() / 1000)
     assert sorted(table[table["source"].str.contains("published")]["mean_s"]) == [
         0.043, 0.046, 0.748, 0.823]
+
+
+def test_the_statistics_page_is_one_table_per_section_coloured_by_verdict(frame):
+    points = summary.with_reported(frame)
+    ratios = statistics.point_ratios(points)
+    page = pages.statistics_page(ratios, statistics.pair_summary(ratios),
+                                 statistics.headline(points), statistics.noise_table(points))
+    assert page.count("<table") == 3  # pairs, headline, points (one replicate: no noise table)
+    cells = re.findall(r'<td id="T_ratios_row\d+_col\d+" class="([^"]*)" >([^<]*)</td>', page)
+    verdicts = [(classes.split()[-1], text) for classes, text in cells if "verdict" in classes]
+    assert len(verdicts) == len(ratios)
+    colour = {"PyTorch faster": "pytorch", "TensorFlow faster": "tensorflow"}
+    assert all(css == colour.get(text, "unclear") for css, text in verdicts)
+    assert {text for _, text in verdicts} >= {"PyTorch faster", "TensorFlow faster"}
+    texts = [text for _, text in cells]
+    assert not {"nan", "None", "<NA>", "NaN"} & set(texts)  # missing values are empty cells
+    ratio = ratios.iloc[0]["ratio"]
+    assert "%.4g" % ratio in texts
+
+
+def test_page_tables_escape_their_text():
+    table = pages.table(pd.DataFrame({"model": ["<b>x</b>"], "ratio": [1 / 3.0]}), "t")
+    assert "&lt;b&gt;x&lt;/b&gt;" in table and "<b>" not in table and ">0.3333<" in table
+    assert '#T_t th.col0 {\n  text-align: left;' in table  # text heading left, number right

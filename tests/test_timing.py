@@ -6,6 +6,8 @@ import pytest
 
 from duel.cell import timing
 
+pytestmark = pytest.mark.unit
+
 
 def busy_wait(milliseconds):
     """A call that takes ``milliseconds`` of wall time (busy loop: no scheduler sleep jitter)."""
@@ -33,8 +35,10 @@ def test_duel_measures_a_known_duration():
     measurement = timing.time_duel(busy_wait(5.0), settings=settings)
     stats = timing.summarise(measurement)
     assert stats["n_samples"] == 20
-    assert 5.0 <= stats["median"] < 5.5
-    assert stats["min"] >= 5.0
+    # The least disturbed sample bounds what the harness adds; the median holds the same bound
+    # on a quiet machine but grows with other processes' time slices on a shared one.
+    assert 5.0 <= stats["min"] < 5.5
+    assert stats["median"] >= 5.0
 
 
 def test_hf2019_measures_a_known_duration_and_reports_the_2019_mean():
@@ -43,7 +47,7 @@ def test_hf2019_measures_a_known_duration_and_reports_the_2019_mean():
     measurement = timing.time_hf2019(counter, settings)
     assert counter.calls == 1 + 10 * 3  # one untimed call, then repeat x number
     assert len(measurement.samples_ms) == 10
-    assert 2.0 <= measurement.mean_ms < 2.3
+    assert 2.0 <= min(measurement.samples_ms) < 2.3 and measurement.mean_ms >= 2.0  # as above
     # The 2019 figure: sum of the repeats' totals / repeat / number, i.e. the samples' mean.
     assert measurement.mean_ms == pytest.approx(np.mean(measurement.samples_ms), rel=1e-12)
     assert (measurement.warmup_calls, measurement.repeat, measurement.number) == (1, 10, 3)

@@ -14,6 +14,8 @@ import pytest
 from conftest import QUICK, REPO, shard_file, snakemake, write_config
 from duel.cell import contract
 
+pytestmark = pytest.mark.workflow
+
 CELLS = [("pytorch", "eager"), ("tensorflow", "eager"), ("tensorflow", "function")]
 
 
@@ -141,7 +143,7 @@ def test_the_run_has_its_charts_statistics_and_report(run):
         verdicts
 
     report_path = os.path.join(results, "report.html")
-    result = snakemake(workdir, "--cores", "1", "--configfile",
+    result = snakemake(workdir, "--configfile",  # no --cores: the report runs no job
                        os.path.join(str(workdir), "test-config.yaml"), "--report", report_path)
     assert "Report created" in result.stderr + result.stdout
     with open(report_path) as handle:
@@ -194,6 +196,7 @@ def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
     assert os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))
 
 
+@pytest.mark.era
 def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path):
     """The 2019 stack (built by the workflow from envs/hf2019.txt) beside today's, one run."""
     config = write_config(tmp_path, eras=["hf2019", "current"],

@@ -83,6 +83,7 @@ def test_the_planned_jobs_carry_cores_walltime_and_memory(tmp_path):
     assert "runtime=" in text and "mem_mb=" in text and "gpu=0" in text
 
 
+@pytest.mark.unit
 def test_a_training_cell_asks_for_more_time_than_inference_on_the_same_grid():
     gpt2 = spec("gpt2")
     grid = ([1, 8], [8, 512], ["duel"], DUEL, HF2019, 4)
@@ -104,6 +105,7 @@ def planned_resources(output, rule="run_cell"):
     return found
 
 
+@pytest.mark.workflow
 def test_the_planned_training_cell_asks_for_more_time_and_memory_than_inference(tmp_path):
     result = snakemake(tmp_path, "-n", "--cores", "2", "--config", "models=[gpt2]",
                        "frameworks=[pytorch]", "tasks=[inference,training]", "cell_threads=2",

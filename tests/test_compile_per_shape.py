@@ -1,12 +1,16 @@
 """torch.compile measures the same kind of graph at every point: a static graph compiled in the
 point's first call, however many shapes the cell sweeps; calls that ran eagerly are an error."""
 import os
+
+import pytest
 import subprocess
 import sys
 
 import pyarrow.parquet as pq
 
 from conftest import QUICK, REPO, TEST_MODELS
+
+pytestmark = pytest.mark.framework
 
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 

@@ -3,8 +3,12 @@ re-parse (on a SLURM node) probes nothing the main invocation has checked alread
 import json
 import os
 
+import pytest
+
 from conftest import shard_file, snakemake
 from duel.host import eras
+
+pytestmark = pytest.mark.workflow
 
 GRID = ["models=[gpt2]", "frameworks=[pytorch]"]
 

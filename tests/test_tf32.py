@@ -43,6 +43,7 @@ def probe(framework):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.framework
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_the_switches_are_set_and_read_back_from_the_framework(framework):
     report = probe(framework)
@@ -61,6 +62,7 @@ def test_the_switches_are_set_and_read_back_from_the_framework(framework):
     assert report["cpu"]["check"] == "fp32"
 
 
+@pytest.mark.unit
 def test_the_peak_follows_the_switch():
     row = {"device": "cuda", "device_name": "NVIDIA A100-SXM4-80GB", "precision": "fp32"}
     assert peaks.peak_gflops(dict(row, tf32="off"))[0] == 19500.0

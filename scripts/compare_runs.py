@@ -47,6 +47,16 @@ def non_negative(text):
     return value
 
 
+def count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 100:
+        raise argparse.ArgumentTypeError("must be a whole number of at least 100, not %r" % text)
+    return value
+
+
 def parser():
     result = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     result.add_argument("base", help="the baseline: a run directory or its summary.parquet")
@@ -63,7 +73,7 @@ def parser():
                              "compare an hf2019 run with a current one (repeatable)")
     result.add_argument("--fail-on-new-failures", action="store_true",
                         help="exit 1 also when a point that was ok in the base fails in the new run")
-    result.add_argument("--resamples", type=int, default=statistics.RESAMPLES,
+    result.add_argument("--resamples", type=count, default=statistics.RESAMPLES,
                         help="bootstrap resamples (default %(default)s)")
     return result
 

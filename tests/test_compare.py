@@ -230,6 +230,7 @@ def test_runs_of_two_eras_match_only_when_asked(tmp_path):
         "ACROSS ERAS: base hf2019, new current (matched on everything but the era).")
     points = pd.read_csv(output / "comparison.csv")
     assert set(points["era_base"]) == {"hf2019"} and set(points["era_new"]) == {"current"}
+    assert set(points["cell"]) == {"pytorch eager bert", "tensorflow function bert"}
     assert by_point(points, "pytorch", 2, 128)["verdict"] == "faster"
     environment = pd.read_csv(output / "environment.csv")
     assert ("python", "3.7.16", "3.11.9") in set(
@@ -318,12 +319,14 @@ def two_tiny_runs(tmp_path_factory):
                                                  "tensorflow": ["function"]}, **settings)
     first = root / "first"
     first.mkdir()
-    snakemake(first, "--cores", "2", "--configfile", write_config(first, **grid),
-              "results/summary.parquet")
+    snakemake(first, "results/summary.parquet", "--cores", "2", "--configfile",
+              write_config(first, **grid))
     second = root / "second"
     second.mkdir()
-    snakemake(second, "--cores", "2", "--configfile",
-              write_config(second, baseline=str(first), **grid))
+    config = write_config(second, baseline=str(first), **grid)
+    planned = snakemake(second, "--dry-run", "--cores", "2", "--configfile", config)
+    assert "compare_baseline" in planned.stdout  # rule all asks for it
+    snakemake(second, "results/comparison/comparison.md", "--cores", "2", "--configfile", config)
     return first, second
 
 
@@ -345,6 +348,8 @@ def test_two_real_runs_compare_end_to_end(two_tiny_runs, tmp_path):
     made = pd.read_csv(second / "results" / "comparison" / "comparison.csv")
     pd.testing.assert_frame_equal(made, points)
     assert (second / "results" / "comparison" / "comparison.png").stat().st_size > 10000
+    text = (second / "results" / "comparison" / "comparison.md").read_text()
+    assert "(nan)" not in text and "replicates 2" in text
 
 
 def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
@@ -352,4 +357,6 @@ def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
     result = snakemake(tmp_path, "--cores", "1", "--dry-run", "--configfile", config,
                        check=False)
     assert result.returncode != 0
-    assert "config key baseline" in result.stderr and "no such file or directory" in result.stderr
+    output = result.stdout + result.stderr
+    assert "config key baseline" in output and "no such file or directory" in output
+    assert not (tmp_path / "results").exists()

@@ -230,7 +230,8 @@ def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
                "" if "era" in ignore or not _differ(base, new, "era")
                else " (different eras: match across them with --ignore era)"))
     both = pd.concat([base.points, new.points], ignore_index=True)
-    varying = [name for name in CELL if both[name].nunique(dropna=False) > 1]
+    varying = [name for name in CELL
+               if name not in ignore and both[name].nunique(dropna=False) > 1]
     merged["statistic"] = [replicates.statistic_name(method) for method in _methods(merged, keys)]
     merged["cell"] = [cell_label(_filled(row, ignore), varying) for _, row in merged.iterrows()]
     merged["point"] = ["%dx%d" % (batch, length) for batch, length in
@@ -410,11 +411,11 @@ def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=No
     ``min_effect``; 1: something is, or with ``fail_on_new_failures`` a point newly fails)."""
     ignore = tuple(dict.fromkeys(ignore))
     keys = match_keys(ignore)
-    threshold = min_effect if threshold is None else threshold
-    if not threshold > 0:
+    if threshold is not None and not threshold > 0:
         raise CompareError("threshold must be a positive number, not %r" % threshold)
     if not min_effect >= 0:
         raise CompareError("min_effect must be zero or a positive number, not %r" % min_effect)
+    threshold = min_effect if threshold is None else threshold
     _check_unique(base, "base", keys, ignore)
     _check_unique(new, "new", keys, ignore)
     points = point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,

@@ -49,6 +49,17 @@ def _number(value, digits=3):
     return "%.*g" % (digits, float(value))
 
 
+def _present(value):
+    return value is not None and not pd.isna(value) and value != ""
+
+
+def _ms(value):
+    """Milliseconds to 3 significant digits, without an exponent."""
+    if value is None or pd.isna(value):
+        return ""
+    return "%.0f" % value if abs(value) >= 100 else "%.3g" % value
+
+
 def _interval(row):
     if row["ci_low"] is None or pd.isna(row["ci_low"]):
         return ""
@@ -132,9 +143,9 @@ def markdown(result, limit=20):
         notable = notable.assign(_order=notable["verdict"].map(
             {verdict: index for index, verdict in enumerate(compare.VERDICTS)}))
         notable = notable.sort_values(["_order", "ratio"], ascending=[True, False])
-        rows = [(row["cell"], row["point"], row.get("method", ""), _number(row["base_ms"]),
-                 _number(row["new_ms"]), _number(row["ratio"]), _interval(row),
-                 row["verdict"] + (" (%s)" % row["note"] if row["note"] else ""))
+        rows = [(row["cell"], row["point"], row.get("method", ""), _ms(row["base_ms"]),
+                 _ms(row["new_ms"]), _number(row["ratio"]), _interval(row),
+                 row["verdict"] + (" (%s)" % row["note"] if _present(row["note"]) else ""))
                 for _, row in notable.head(limit).iterrows()]
         lines += _table(["cell", "point", "method", "base ms", "new ms", "new/base",
                          "95% interval", "verdict"], rows)
@@ -163,6 +174,14 @@ def write_workbook(result, path):
                                                     header=False)
         result.points.to_excel(writer, sheet_name="points", index=False)
         result.environment.to_excel(writer, sheet_name="environment", index=False)
+
+
+def minor_label(span):
+    """Labels of a log axis' minor ticks: all of them on a narrow axis, else only 2x and 5x."""
+    def label(value, _):
+        mantissa = round(value / 10 ** math.floor(math.log10(value)), 6)
+        return "%g" % value if span < 3 or mantissa in (2.0, 5.0) else ""
+    return label
 
 
 def draw_chart(result, stem):
@@ -208,7 +227,7 @@ def draw_chart(result, stem):
             axis.set_yscale("log")
             axis.set_ylim(bottom, top)
             axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: "%g" % value))
-            axis.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda value, _: "%g" % value))
+            axis.yaxis.set_minor_formatter(ticker.FuncFormatter(minor_label(top / bottom)))
             axis.set_title(cell)
             axis.set_ylabel("new / base time (> 1: slower)")
         for axis in list(axes.flat)[len(cells):]:

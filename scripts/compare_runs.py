@@ -72,7 +72,8 @@ def parser():
                         help="match points across this identity key, e.g. --ignore era to "
                              "compare an hf2019 run with a current one (repeatable)")
     result.add_argument("--fail-on-new-failures", action="store_true",
-                        help="exit 1 also when a point that was ok in the base fails in the new run")
+                        help="exit 1 also when a point that was ok in the base fails in the "
+                             "new run")
     result.add_argument("--resamples", type=count, default=statistics.RESAMPLES,
                         help="bootstrap resamples (default %(default)s)")
     return result
@@ -96,7 +97,11 @@ def run(base, new, output, ignore=(), min_effect=statistics.MIN_EFFECT, threshol
 
 
 def main(argv=None):
-    arguments = parser().parse_args(argv)
+    """The exit status: 0, 1 (a point clearly slower), 2 (bad input; --help: 0)."""
+    try:
+        arguments = parser().parse_args(argv)
+    except SystemExit as stop:
+        return stop.code
     try:
         return run(arguments.base, arguments.new, arguments.output, arguments.ignore,
                    arguments.min_effect, arguments.threshold, arguments.fail_on_new_failures,

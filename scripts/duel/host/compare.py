@@ -153,11 +153,10 @@ def _check_unique(run, side, keys, ignore):
             "per side" % (", ".join(ignore), side, "; ".join(spread), " and ".join(ignore)))
 
 
-def cell_label(row, varying, suffix=""):
-    """A cell named by framework, mode and model, plus the cell keys that vary in the run."""
+def cell_label(row, varying):
+    """A cell named by framework, mode and model, plus the cell keys that vary in the runs."""
     names = [name for name in CELL if name in varying or name in ("framework", "mode", "model")]
-    return " ".join(str(row[name + suffix] if name + suffix in row else row[name])
-                    for name in names)
+    return " ".join(str(row[name]) for name in names)
 
 
 def _matched(base, new, keys, ignore):
@@ -399,7 +398,8 @@ def warnings_of(base, new, ignore):
     first, second = started(base), started(new)
     if first is not None and second is not None and first > second:
         lines.append("The baseline looks newer than the new run (base started %s, new %s): "
-                     "the first argument is the baseline." % (first.isoformat(), second.isoformat()))
+                     "the first argument is the baseline."
+                     % (first.isoformat(), second.isoformat()))
     return lines
 
 

@@ -351,3 +351,15 @@ def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
     output = result.stdout + result.stderr
     assert "config key baseline" in output and "no such file or directory" in output
     assert not (tmp_path / "results").exists()
+
+
+def test_other_methods_are_said_loudly_and_matched_only_when_asked():
+    base = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=1, method="duel")))
+    new = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=2, method="hf2019")))
+    with pytest.raises(compare.CompareError, match="no point in common"):
+        compare.compare(base, new)
+    result = compare.compare(base, new, ignore=["method"])
+    assert result.warnings[0] == ("DIFFERENT METHODS: base timed with duel, new with hf2019 "
+                                  "(matched across methods: --ignore method).")
+    assert set(result.points["statistic"]) == {"mean"}  # the new side's method's figure
+    assert len(result.points) == 10 and result.exit_status == 0

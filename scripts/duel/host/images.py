@@ -31,6 +31,7 @@ REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+)\.(\d+)\s*$", re.MULTILINE)
 # Bases a locally made Debian image can stand in for: the same release, the same packages.
 LOCAL_BASES = {"bookworm": re.compile(r"^debian:(12([.-]|$)|bookworm)")}
 LOCAL_BASE_NAME = "duel/debian:%s"
+NO_INDEX_ARG = "PIP_NO_INDEX"
 
 
 class ImageError(ValueError):
@@ -267,28 +268,37 @@ def local_base_suite(base):
     return None
 
 
-def make_local_base(suite, log=sys.stderr, mirror=None):
+def make_local_base(suite, log=sys.stderr, mirror=None, name=None, include=(), prepare=None,
+                    changes=('CMD ["/bin/bash"]',)):
     """Import a minimal Debian ``suite`` made here by debootstrap as ``duel/debian:<suite>``.
 
     Nothing comes from an image registry: debootstrap takes Debian's packages from the mirror
     this machine's debootstrap uses by default (or ``mirror``). Returns the image name.
+    Other bases start from the same: ``name`` instead, Debian packages to ``include``,
+    ``prepare(root)`` run on the tree before it is imported, and the image's ``changes``
+    (``docker import --change``).
     """
-    name = LOCAL_BASE_NAME % suite
+    name = name or LOCAL_BASE_NAME % suite
     if shutil.which("debootstrap") is None:
         raise ImageError("making a local base needs debootstrap (apt-get install debootstrap)")
     root = tempfile.mkdtemp(prefix="duel-rootfs-")
     try:
-        command = ["debootstrap", "--variant=minbase", suite, root] + ([mirror] if mirror else [])
+        command = ["debootstrap", "--variant=minbase"]
+        command += ["--include=" + ",".join(include)] if include else []
+        command += [suite, root] + ([mirror] if mirror else [])
         log.write("$ %s\n" % " ".join(command))
         log.flush()
         subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+        if prepare is not None:
+            prepare(root)
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for entry in os.listdir(os.path.join(root, cache)):
                 target = os.path.join(root, cache, entry)
                 if os.path.isfile(target) and entry not in ("lock",):
                     os.remove(target)
         tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
-        imported = subprocess.run(["docker", "import", "--change", 'CMD ["/bin/bash"]', "-", name],
+        options = [word for change in changes for word in ("--change", change)]
+        imported = subprocess.run(["docker", "import"] + options + ["-", name],
                                   stdin=tar.stdout, capture_output=True, text=True)
         tar.stdout.close()
         if tar.wait() != 0 or imported.returncode != 0:
@@ -296,6 +306,16 @@ def make_local_base(suite, log=sys.stderr, mirror=None):
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return name
+
+
+def offline_install(dockerfile_path, lock_path, wheels):
+    """Whether the build's pip may skip the registry: the Dockerfile takes ``ARG PIP_NO_INDEX``
+    and ``wheels`` hold every pin of the lock file (pip would take the registry's copy of a wheel
+    it also finds in the context, downloading it again)."""
+    if not re.search(r"^ARG\s+%s\s*$" % NO_INDEX_ARG, _read(dockerfile_path), re.MULTILINE):
+        return False
+    have = {canonicalize_name(parse_wheel_filename(os.path.basename(w))[0]) for w in wheels}
+    return set(pinned_versions(lock_path)) <= have
 
 
 def build_docker_image(checkout, era, device, name, base=None, wheel_folders=(), ca_bundle=None,
@@ -316,6 +336,8 @@ def build_docker_image(checkout, era, device, name, base=None, wheel_folders=(),
                    "--label", "duel.base=%s" % (base or base_of(path))]
         if base:
             command += ["--build-arg", "BASE=%s" % base]
+        if offline_install(path, lock, wheels):
+            command += ["--build-arg", "%s=1" % NO_INDEX_ARG]
         log.write("$ %s %s\n" % (" ".join(command), folder))
         log.flush()
         result = subprocess.run(command + [folder], stdout=log, stderr=subprocess.STDOUT)

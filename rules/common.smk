@@ -12,7 +12,7 @@ CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
-from duel.host import eras, images, plan, resources
+from duel.host import chart_kinds, eras, images, plan, resources
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
@@ -131,7 +131,21 @@ wildcard_constraints:
     precision="|".join(config["precisions"]),
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
+    replicate="[1-9][0-9]*",
     weights="reference|training",
+
+
+REPLICATES = config["replicates"]
+# References (one per model) run before any cell; then round 1 of every cell, round 2, ...
+REFERENCE_PRIORITY = REPLICATES + 1
+
+
+def round_priority(wildcards):
+    """Snakemake runs ready jobs of higher priority first (a function of the job's wildcards):
+    replicate 1 of every cell before any cell's replicate 2, and so on. Only an order: nothing
+    depends on an earlier round's files, so adding a cell never reruns a finished one.
+    """
+    return REPLICATES - int(wildcards.replicate)
 
 
 def shard_paths():
@@ -240,25 +254,13 @@ def joined(values):
     return ",".join(str(value) for value in values)
 
 
-# Report (rules/report.smk): the kinds of charts, and what `rule all` builds besides the summary.
-PLOT_KINDS = ["ratio", "frameworks", "length", "modes", "eras", "memory", "gflops"]
-PLOT_SUBCATEGORIES = {
-    "ratio": "Which framework is faster",
-    "frameworks": "PyTorch vs TensorFlow per model",
-    "length": "Time vs sequence length",
-    "modes": "Graph modes vs eager",
-    "eras": "2019 stack vs today",
-    "memory": "Peak memory",
-    "gflops": "Achieved GFLOP/s",
-}
-
-
+# Report (rules/report.smk): what `rule all` builds besides the summary.
 def report_outputs():
     """What `rule all` builds beside the summary so that a default run has its report."""
     return [
         "results/statistics/statistics.html",
         "results/environment.html",
-    ] + expand("results/plots/{kind}", kind=PLOT_KINDS)
+    ] + expand("results/plots/{kind}", kind=chart_kinds.KINDS)
 
 
 def plot_output(kind):
@@ -267,8 +269,8 @@ def plot_output(kind):
         directory("results/plots/%s" % kind),
         patterns=["{figure}.png"],
         caption="../report/plots/%s.rst" % kind,
-        category="Charts" if kind != "ratio" else "At a glance",
-        subcategory=PLOT_SUBCATEGORIES[kind],
+        category="At a glance" if kind in chart_kinds.AT_A_GLANCE else "Charts",
+        subcategory=chart_kinds.SUBCATEGORIES[kind],
         labels={"figure": "{figure}"},
     )
 

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, SCRIPTS
 from duel.host import eras, images, python_base, wheel_cache
 
@@ -75,3 +77,10 @@ def test_the_wheel_cache_lacks_exactly_the_pins_without_a_wheel_for_the_era_pyth
     assert "torch==1.3.0" not in missing and "transformers==2.1.1" not in missing
     assert "numpy==1.17.3" in missing and "six==1.17.0" in missing
     assert len(missing) == len(images.pinned_versions(HF2019_LOCK)) - 2
+
+
+def test_a_distribution_python_is_refused_rather_than_copied_with_its_system(tmp_path):
+    system = {"prefix": "/usr", "version": "3.7.3", "ldversion": "3.7m"}
+    with pytest.raises(images.ImageError, match="prefix of its own.*DUEL_PYTHON_3_7"):
+        python_base.install_python(system, str(tmp_path))
+    assert not os.listdir(str(tmp_path))

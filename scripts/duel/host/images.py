@@ -268,37 +268,28 @@ def local_base_suite(base):
     return None
 
 
-def make_local_base(suite, log=sys.stderr, mirror=None, name=None, include=(), prepare=None,
-                    changes=('CMD ["/bin/bash"]',)):
+def make_local_base(suite, log=sys.stderr, mirror=None):
     """Import a minimal Debian ``suite`` made here by debootstrap as ``duel/debian:<suite>``.
 
     Nothing comes from an image registry: debootstrap takes Debian's packages from the mirror
     this machine's debootstrap uses by default (or ``mirror``). Returns the image name.
-    Other bases start from the same: ``name`` instead, Debian packages to ``include``,
-    ``prepare(root)`` run on the tree before it is imported, and the image's ``changes``
-    (``docker import --change``).
     """
-    name = name or LOCAL_BASE_NAME % suite
+    name = LOCAL_BASE_NAME % suite
     if shutil.which("debootstrap") is None:
         raise ImageError("making a local base needs debootstrap (apt-get install debootstrap)")
     root = tempfile.mkdtemp(prefix="duel-rootfs-")
     try:
-        command = ["debootstrap", "--variant=minbase"]
-        command += ["--include=" + ",".join(include)] if include else []
-        command += [suite, root] + ([mirror] if mirror else [])
+        command = ["debootstrap", "--variant=minbase", suite, root] + ([mirror] if mirror else [])
         log.write("$ %s\n" % " ".join(command))
         log.flush()
         subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
-        if prepare is not None:
-            prepare(root)
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for entry in os.listdir(os.path.join(root, cache)):
                 target = os.path.join(root, cache, entry)
                 if os.path.isfile(target) and entry not in ("lock",):
                     os.remove(target)
         tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
-        options = [word for change in changes for word in ("--change", change)]
-        imported = subprocess.run(["docker", "import"] + options + ["-", name],
+        imported = subprocess.run(["docker", "import", "--change", 'CMD ["/bin/bash"]', "-", name],
                                   stdin=tar.stdout, capture_output=True, text=True)
         tar.stdout.close()
         if tar.wait() != 0 or imported.returncode != 0:

@@ -22,7 +22,7 @@ import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
 from docker_engine import Engine, EngineError
 from duel.cell.environment import git_commit
-from duel.host import images
+from duel.host import images, plan
 
 pytestmark = pytest.mark.docker
 
@@ -36,8 +36,8 @@ def shard_file(workdir, framework, mode, model=MODEL):
 
 
 def cell_log(workdir, framework, mode, model=MODEL):
-    return os.path.join(str(workdir), "results", "logs", "cells", "current", "cpu", framework,
-                        mode, "fp32", "inference", model + ".log")
+    cell = plan.Cell("current", "cpu", framework, mode, "fp32", "inference", model, 1)
+    return os.path.join(str(workdir), plan.LOG_PATTERN.format(**cell._asdict()))
 
 
 def snakemake_command(workdir, config, *args):

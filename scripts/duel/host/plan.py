@@ -129,10 +129,10 @@ def check_eras(config, checkout, log=sys.stderr):
         for device in config["devices"]:
             try:
                 lock = era_envs.lock_file(checkout, era, device)
-                native = era_envs.is_native(era, device)
+                native = era_envs.is_native(era, device, lock)
                 if native or config.get("runner", "native") != "native":
                     continue
-                prefix = era_envs.env_prefix(envs_dir, era, device)
+                prefix = era_envs.keyed_prefix(envs_dir, era, device, lock)
                 reason = era_envs.discard_if_stale(prefix, lock)
                 if reason:
                     log.write("era %s (%s): environment %s will be built: %s\n"

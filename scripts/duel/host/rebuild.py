@@ -205,8 +205,8 @@ def same_hardware(original, here):
                    for key, label in fields if original.get(key) != here.get(key)]
     if differences:
         return "same hardware: NO: " + "; ".join(differences)
-    return "same hardware: yes (%s, %s, %s threads, GPU %s)" % tuple(
-        show(here.get(key)) for key, _ in fields)
+    return "same hardware: yes (%s)" % ", ".join(
+        "%s %s" % (label, show(here.get(key))) for key, label in fields)
 
 
 def newest_manifest(results, since):

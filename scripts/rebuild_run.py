@@ -92,7 +92,9 @@ def run_part(args, index, path, record, cells):
         sys.stderr.write("\n".join(tail) + "\n")
         raise SystemExit("the rebuild's workflow failed (exit %d): see %s"
                          % (answer.returncode, log))
-    rebuilt = rebuild.newest_manifest(os.path.join(args.output, "results"), started)
+    results = os.path.join(args.output, "results")
+    # A rebuild resumed with nothing left to do starts no run: its earlier manifest stands.
+    rebuilt = rebuild.newest_manifest(results, started) or rebuild.newest_manifest(results, "")
     if rebuilt is None:
         raise SystemExit("the rebuild at %s wrote no manifest (its commit predates run "
                          "manifests): its software cannot be compared" % record["git_commit"])

@@ -241,3 +241,24 @@ def test_a_folder_of_several_runs_is_rebuilt_part_by_part(tmp_path):
         ("1", [shards[0]]), ("2", [shards[1]])]
     assert orphans == [shards[2]]
     assert runs.shards_without_manifest(shards, str(results)) == [shards[2]]
+
+
+def test_a_subset_of_models_and_cells_narrows_the_recorded_config(tmp_path):
+    from duel.host import rebuild
+
+    record = {"config": {"models": ["gpt2", MODEL], "frameworks": ["pytorch", "tensorflow"],
+                         "modes": {"pytorch": ["eager"], "tensorflow": ["eager", "function"]},
+                         "era_envs_dir": ".era-envs", "seed": 3},
+              "files": {"model_files": {"/elsewhere/models/%s.json" % MODEL: "{}"}}}
+    path = rebuild.write_inputs(record, str(tmp_path), "/checkout", [MODEL],
+                                [("tensorflow", "function")])
+    with open(path) as handle:
+        config = __import__("yaml").safe_load(handle)
+    assert config["models"] == [MODEL] and config["seed"] == 3
+    assert config["frameworks"] == ["tensorflow"]
+    assert config["modes"] == {"tensorflow": ["function"]}
+    assert config["era_envs_dir"] == "/checkout/.era-envs"  # shared with this checkout's
+    assert (tmp_path / "models" / (MODEL + ".json")).read_text() == "{}"
+    assert config["models_dir"] == str(tmp_path / "models")
+    with pytest.raises(rebuild.RebuildError, match="--models: bert not in the run"):
+        rebuild.write_inputs(record, str(tmp_path), "/checkout", ["bert"], None)

@@ -12,7 +12,7 @@ CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
-from duel.host import chart_kinds, eras, images, plan, resources
+from duel.host import chart_kinds, eras, images, plan, resources, runs
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
@@ -44,7 +44,7 @@ RUNNER = config["runner"]
 
 
 def is_native(wildcards):
-    return eras.is_native(wildcards.era, device_of(wildcards))
+    return eras.is_native(wildcards.era, device_of(wildcards), era_lock(wildcards))
 
 
 def device_of(wildcards):
@@ -61,7 +61,9 @@ def era_env_marker(wildcards):
     if is_native(wildcards) or USE_CONDA or RUNNER != "native":
         return []
     settle_era_env(wildcards.era, device_of(wildcards))
-    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
+    prefix = eras.keyed_prefix(
+        ERA_ENVS_DIR, wildcards.era, device_of(wildcards), era_lock(wildcards)
+    )
     return os.path.join(prefix, eras.MARKER)
 
 
@@ -74,9 +76,10 @@ def settle_era_env(era, device):
     if not MAIN_PROCESS:
         return
     real_run = workflow.executor_plugin is not None and not workflow.dryrun
+    lock = eras.lock_file(CHECKOUT, era, device)
     eras.settle(
-        eras.env_prefix(ERA_ENVS_DIR, era, device),
-        eras.lock_file(CHECKOUT, era, device),
+        eras.keyed_prefix(ERA_ENVS_DIR, era, device, lock),
+        lock,
         discard=real_run and not workflow.touch,
     )
 
@@ -87,7 +90,9 @@ def era_python(wildcards):
         return "python"
     if is_native(wildcards):
         return sys.executable
-    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
+    prefix = eras.keyed_prefix(
+        ERA_ENVS_DIR, wildcards.era, device_of(wildcards), era_lock(wildcards)
+    )
     return eras.env_python(prefix)
 
 
@@ -155,6 +160,7 @@ wildcard_constraints:
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
     replicate="[1-9][0-9]*",
+    lock_key="[0-9a-f]{12}",
     weights="reference|training",
 
 
@@ -284,6 +290,46 @@ def cell_gpus(wildcards):
 
 onstart:
     check_devices_here()
+    record_run_start()
+
+
+onsuccess:
+    record_run_end("success")
+
+
+onerror:
+    record_run_end("error")
+
+
+# Run manifests (duel/host/runs.py): written by the main process of a real run only (these
+# handlers never run in a dry run; a cluster job re-parsing the workflow is not the main process).
+RUN_MANIFEST = []
+
+
+def record_run_start():
+    if not workflow.is_main_process or workflow.dryrun:
+        return
+    model_files = [
+        plan.model_config_path(MODELS_DIR, model) for model in config["models"]
+    ]
+    RUN_MANIFEST.append(
+        runs.start(
+            config,
+            CHECKOUT,
+            ERA_DEVICES,
+            ERA_ENVS_DIR,
+            workflow.configfiles,
+            model_files,
+            workflow.cores,
+            sys.argv,
+            shard_paths(),
+        )
+    )
+
+
+def record_run_end(status):
+    if RUN_MANIFEST:
+        runs.finish(RUN_MANIFEST[0], status, CHECKOUT, ERA_DEVICES, ERA_ENVS_DIR)
 
 
 def joined(values):

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.host import history, spreadsheet, summary  # noqa: E402
+from duel.host import history, runs, spreadsheet, summary  # noqa: E402
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):
@@ -14,6 +14,11 @@ def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect)
     history.write_2019_csvs(frame, csv_2019_folder)
     counts = frame["status"].value_counts().to_dict()
     print("merged %d shards, %d points: %s" % (len(shards), len(frame), counts))
+    missing = runs.shards_without_manifest(shards, os.path.dirname(parquet_path))
+    if missing:  # old runs merge as before; only a rebuild needs the manifest
+        print("%d shards have no run manifest (%s/*/manifest.json; made before runs recorded "
+              "one), so scripts/rebuild_run.py cannot rebuild them: %s"
+              % (len(missing), runs.RUNS_DIR, ", ".join(missing)))
 
 
 def explain(error, log, console):

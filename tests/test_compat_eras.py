@@ -42,7 +42,7 @@ def era_python(era):
     if era == "current":
         return sys.executable
     lock = eras.lock_file(REPO, era, "cpu")
-    prefix = eras.env_prefix(os.path.join(REPO, ".era-envs"), era, "cpu")
+    prefix = eras.keyed_prefix(os.path.join(REPO, ".era-envs"), era, "cpu", lock)
     if eras.stale_reason(prefix, lock):
         with open(os.devnull, "w") as log:
             eras.build_env(era, lock, prefix, log)

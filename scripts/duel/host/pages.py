@@ -117,12 +117,18 @@ def host_versions():
     return rows
 
 
-def environment_page(frame, lock_files):
+def environment_page(frame, lock_files, manifests=()):
     """One row per cell (software, hardware, threads, runner, commit, config hash), the lock
-    file of every era in the run, and the host software that made the report."""
+    file of every era in the run, links to the run manifests (scripts/rebuild_run.py reads
+    them), and the host software that made the report."""
     columns = summary.CELL_KEYS + summary.ENVIRONMENT
     cells = frame[columns].drop_duplicates(subset=summary.CELL_KEYS)
     body = ["<h2>Each cell</h2>", table(cells.astype(object), "cells")]
+    if manifests:
+        body.append("<h2>Run manifests (what each invocation ran, to rebuild it)</h2><ul>%s</ul>"
+                    % "".join('<li><a href="%s">%s</a></li>' % (html.escape(path),
+                                                                html.escape(path))
+                              for path in manifests))
     for era, path in lock_files:
         with open(path) as handle:
             pins = handle.read()

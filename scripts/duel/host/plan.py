@@ -130,10 +130,10 @@ def check_eras(config, checkout):
         for device in config["devices"]:
             try:
                 lock = era_envs.lock_file(checkout, era, device)
-                native = era_envs.is_native(era, device)
+                native = era_envs.is_native(era, device, lock)
                 if native or config.get("runner", "native") != "native":
                     continue
-                prefix = era_envs.env_prefix(envs_dir, era, device)
+                prefix = era_envs.keyed_prefix(envs_dir, era, device, lock)
                 if era_envs.stale_reason(prefix, lock):
                     era_envs.find_python(era_envs.required_python(lock))
             except era_envs.EraError as error:

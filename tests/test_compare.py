@@ -93,6 +93,7 @@ def by_point(points, framework, batch, length):
     return rows.iloc[0]
 
 
+@pytest.mark.unit
 def test_an_injected_20_percent_slowdown_is_found_with_exit_1(tmp_path):
     base = write_run(tmp_path / "base", synthetic_rows(seed=1))
     new = write_run(tmp_path / "new", synthetic_rows(seed=2, slow={("pytorch", 2, 128): 1.2}))
@@ -124,6 +125,7 @@ def test_an_injected_20_percent_slowdown_is_found_with_exit_1(tmp_path):
         "verdict"] == "slower"
 
 
+@pytest.mark.unit
 def test_aa_with_noise_between_processes_is_not_flagged_but_one_process_each_would_be():
     """Same distribution on both sides, each process at its own level (4% between processes,
     1% within): with 3 replicates a side nothing is flagged; with one process a side the
@@ -144,6 +146,7 @@ def test_aa_with_noise_between_processes_is_not_flagged_but_one_process_each_wou
     assert (single.points["verdict"] != "no clear change").sum() >= 5
 
 
+@pytest.mark.unit
 def test_environment_differences_are_listed_exactly(tmp_path):
     base = write_run(tmp_path / "base", synthetic_rows(seed=1))
     changed = {"pytorch": dict(framework_version="2.14.0+cpu", threads=1),
@@ -166,6 +169,7 @@ def test_environment_differences_are_listed_exactly(tmp_path):
                     "argument is the baseline."]
 
 
+@pytest.mark.unit
 def test_other_hardware_is_said_loudly_in_the_first_line(tmp_path):
     base = write_run(tmp_path / "base", synthetic_rows(seed=1))
     other = {framework: dict(cpu_model="Intel Xeon", logical_cpus=32) for framework, _ in CELLS}
@@ -179,6 +183,7 @@ def test_other_hardware_is_said_loudly_in_the_first_line(tmp_path):
     assert (output / "comparison.md").read_text().splitlines()[0].startswith("**" + first)
 
 
+@pytest.mark.unit
 def test_verdicts_for_failures_and_missing_points(tmp_path):
     base_rows = synthetic_rows(seed=1, status={("pytorch", 4, 32): "oom",
                                                ("tensorflow", 4, 32): "error"})
@@ -202,6 +207,7 @@ def test_verdicts_for_failures_and_missing_points(tmp_path):
                    "--fail-on-new-failures").returncode == 1
 
 
+@pytest.mark.unit
 def test_old_summaries_without_replicates_or_precision_are_compared(tmp_path):
     old = [row for row in synthetic_rows(seed=1) if row["replicate"] == 1]
     base = write_run(tmp_path / "base", old, drop=("replicate", "precision", "pyarrow_version"))
@@ -213,6 +219,7 @@ def test_old_summaries_without_replicates_or_precision_are_compared(tmp_path):
     assert "pyarrow_version" in list(result.environment["column"])
 
 
+@pytest.mark.unit
 def test_runs_of_two_eras_match_only_when_asked(tmp_path):
     env_2019 = {"pytorch": dict(framework_version="1.3.0", python="3.7.16"),
                 "tensorflow": dict(framework_version="2.0.0", python="3.7.16")}
@@ -268,10 +275,12 @@ def bad_inputs(tmp_path):
     }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case", [
     "missing path", "not a run", "corrupt summary", "not a summary", "no point in common",
     "threshold word", "threshold zero", "threshold negative", "threshold nan",
     "output is a file"])
+@pytest.mark.unit
 def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
     arguments, words = bad_inputs(tmp_path)[case]
     output = tmp_path / "out"
@@ -287,6 +296,7 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".comparison-")]
 
 
+@pytest.mark.unit
 def test_bad_input_by_the_real_command(tmp_path):
     result = run_cli(tmp_path / "nowhere", tmp_path / "nowhere2", "--output", tmp_path / "out")
     assert result.returncode == 2 and result.stdout == ""
@@ -321,6 +331,7 @@ def two_tiny_runs(tmp_path_factory):
     return first, second
 
 
+@pytest.mark.workflow
 def test_two_real_runs_compare_end_to_end(two_tiny_runs, tmp_path):
     first, second = two_tiny_runs
     output = tmp_path / "out"
@@ -343,6 +354,7 @@ def test_two_real_runs_compare_end_to_end(two_tiny_runs, tmp_path):
     assert "(nan)" not in text and "replicates 2" in text
 
 
+@pytest.mark.workflow
 def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
     config = write_config(tmp_path, baseline=str(tmp_path / "nowhere"))
     result = snakemake(tmp_path, "--cores", "1", "--dry-run", "--configfile", config,
@@ -353,6 +365,7 @@ def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.unit
 def test_other_methods_are_said_loudly_and_matched_only_when_asked():
     base = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=1, method="duel")))
     new = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=2, method="hf2019")))

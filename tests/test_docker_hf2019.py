@@ -22,6 +22,8 @@ from docker_engine import Engine, EngineError
 from duel.host import images
 from test_docker import docker, run_snakemake
 
+pytestmark = [pytest.mark.docker, pytest.mark.era]
+
 MODEL = "tiny-bert-16pos"
 WHEELS = os.path.join(os.environ.get("DUEL_TEST_WHEELS",
                                      os.path.expanduser("~/.cache/duel-tests/wheels")), "hf2019")

@@ -12,6 +12,8 @@ import pytest
 from conftest import REPO, SCRIPTS
 from duel.host import eras, images, python_base, wheel_cache
 
+pytestmark = pytest.mark.unit
+
 HF2019_LOCK = os.path.join(REPO, "envs", "hf2019.txt")
 
 

@@ -15,6 +15,8 @@ import pytest
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, write_config
 from duel.host import eras, runs
 
+pytestmark = pytest.mark.workflow
+
 MODEL = "tiny-bert-16pos"
 
 

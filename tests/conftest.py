@@ -86,3 +86,16 @@ def pytest_collection_modifyitems(config, items):
                         "others):\n  %s" % "\n  ".join(mixed))
     if problems:
         raise pytest.UsageError("\n".join(problems))
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory):
+    """A private Docker engine for the docker tests (tests/docker_engine.py), started once per
+    session and shared by every module that needs it."""
+    from docker_engine import Engine, EngineError
+    log = str(tmp_path_factory.mktemp("engine") / "dockerd.log")
+    try:
+        with Engine(log) as started:
+            yield started
+    except EngineError as error:
+        pytest.fail("no Docker engine for the docker tests: %s" % error)

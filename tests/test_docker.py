@@ -20,7 +20,6 @@ import pytest
 
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
-from docker_engine import Engine, EngineError
 from duel.cell.environment import git_commit
 from duel.host import images, plan
 
@@ -57,16 +56,6 @@ def run_snakemake(workdir, config, env, *args, check=True, timeout=900):
 
 def docker(env, *args):
     return subprocess.run(("docker",) + args, env=env, capture_output=True, text=True, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    log = str(tmp_path_factory.mktemp("engine") / "dockerd.log")
-    try:
-        with Engine(log) as started:
-            yield started
-    except EngineError as error:
-        pytest.fail("no Docker engine for the docker runner tests: %s" % error)
 
 
 def image_name_for_tests():

@@ -18,7 +18,6 @@ from packaging.utils import canonicalize_name
 
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
-from docker_engine import Engine, EngineError
 from duel.host import images
 from test_docker import docker, run_snakemake
 
@@ -28,16 +27,6 @@ MODEL = "tiny-bert-16pos"
 WHEELS = os.path.join(os.environ.get("DUEL_TEST_WHEELS",
                                      os.path.expanduser("~/.cache/duel-tests/wheels")), "hf2019")
 CELLS = (("pytorch", "eager", "1.3.0"), ("tensorflow", "function", "2.0.0"))
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    log = str(tmp_path_factory.mktemp("engine") / "dockerd.log")
-    try:
-        with Engine(log) as started:
-            yield started
-    except EngineError as error:
-        pytest.fail("no Docker engine for the 2019 image tests: %s" % error)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ include: "rules/envs.smk"
 include: "rules/cells.smk"
 include: "rules/summary.smk"
 include: "rules/report.smk"
+include: "rules/compare.smk"
 
 
 # The front page of `snakemake --report results/report.html`.
@@ -27,3 +28,4 @@ rule all:
     input:
         summary_outputs(),
         report_outputs(),
+        COMPARE_OUTPUTS,

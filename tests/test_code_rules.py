@@ -11,6 +11,8 @@ import yaml
 from conftest import REPO
 from duel.cell import locks
 
+pytestmark = pytest.mark.unit
+
 CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
              os.path.join(REPO, "scripts", "run_cell.py")]
 ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel"}

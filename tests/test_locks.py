@@ -28,6 +28,7 @@ def path(lock):
     return os.path.join(REPO, lock)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("lock", INSTALLED)
 def test_every_lock_file_is_complete_pins_each_with_its_hashes(lock):
     pins, hashes = locks.read_pins(path(lock)), locks.read_hashes(path(lock))
@@ -41,6 +42,7 @@ def test_every_lock_file_is_complete_pins_each_with_its_hashes(lock):
     assert all(hashes.values()), [name for name, found in hashes.items() if not found]
 
 
+@pytest.mark.unit
 def test_layered_lock_files_add_to_the_current_era_without_overlap():
     current = locks.read_pins(path("envs/current-cpu.txt"))
     for layer in ("envs/tests.txt", "envs/slurm.txt", "envs/uv.txt"):
@@ -78,6 +80,7 @@ def union(*lock_files):
     return pins
 
 
+@pytest.mark.install
 def test_setup_installs_exactly_the_locks_and_passes_pip_check(tmp_path):
     """From nothing: .venv (current era, test tools, uv) and .venv-slurm, hashes checked."""
     checkout = copy_checkout(tmp_path)
@@ -97,6 +100,7 @@ def test_setup_installs_exactly_the_locks_and_passes_pip_check(tmp_path):
     assert check.returncode == 0, check.stdout
 
 
+@pytest.mark.install
 def test_a_lock_line_with_a_wrong_hash_is_refused(tmp_path):
     six = [line for line in open(path("envs/current-cpu.txt")) if line.startswith("six==")]
     hashes = locks.read_hashes(path("envs/current-cpu.txt"))["six"]
@@ -114,6 +118,7 @@ def test_a_lock_line_with_a_wrong_hash_is_refused(tmp_path):
             assert "DO NOT MATCH THE HASHES" in result.stdout + result.stderr
 
 
+@pytest.mark.era
 def test_the_hf2019_environment_is_exactly_its_lock_and_fills_the_shard_columns():
     lock = eras.lock_file(REPO, "hf2019", "cpu")
     prefix = eras.env_prefix(os.path.join(REPO, ".era-envs"), "hf2019", "cpu")
@@ -160,6 +165,7 @@ def scratch_snakemake(python, workdir, *args):
                           capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.workflow
 def test_a_hand_upgraded_package_stops_planning_with_its_name_and_both_versions(
         scratch_python, tmp_path):
     assert locks.read_pins(path("envs/current-cpu.txt"))["six"] == "1.17.0"
@@ -170,6 +176,8 @@ def test_a_hand_upgraded_package_stops_planning_with_its_name_and_both_versions(
     assert "Building DAG" not in output  # stopped before any job was planned
 
 
+@pytest.mark.workflow
+@pytest.mark.framework
 def test_accepted_drift_runs_and_every_shard_says_so(scratch_python, tmp_path):
     config = write_config(tmp_path, models_dir=TEST_MODELS, models=["tiny-bert-16pos"],
                           frameworks=["pytorch"], modes={"pytorch": ["eager"]}, batch_sizes=[1],
@@ -191,6 +199,7 @@ def uv_here():
     return shutil.which("uv", path=os.path.dirname(sys.executable)) or shutil.which("uv")
 
 
+@pytest.mark.install
 @pytest.mark.skipif(not uv_here(), reason="uv is not installed (scripts/setup.sh installs it)")
 def test_regenerating_the_locks_changes_no_pin_and_no_hash(tmp_path):
     """scripts/lock.py, as documented, keeps every version of the present locks (uv's output

@@ -70,6 +70,11 @@ TRAINING = [  # task training only (sweep.py): the loss on the point's batch aro
     ("train_steps", pa.int64()),  # optimiser steps the point took, warm-up included
     ("learning_rate", pa.float64()),
 ]
+GRAPH = [  # mode compile (adapters/pytorch.py): what torch.compile did during the point
+    ("compiles", pa.int64()),  # graphs Dynamo compiled (a static graph per point: 1)
+    ("recompiles", pa.int64()),  # of those, compiled after the point's first call (0)
+    ("graph_breaks", pa.int64()),
+]
 WORK = [
     ("flops", pa.float64()),
     ("achieved_gflops", pa.float64()),
@@ -82,6 +87,9 @@ ENVIRONMENT = [
     ("pyarrow_version", pa.string()),
     ("cuda", pa.string()),
     ("cudnn", pa.string()),
+    # TF32 for fp32 matrix products as the framework reports its switches: on, off, or n/a (a
+    # CPU, or an era without the switch); config key tf32 sets it (adapters/base.py).
+    ("tf32", pa.string()),
     ("device_name", pa.string()),
     ("gpu_driver", pa.string()),
     ("cpu_model", pa.string()),
@@ -122,7 +130,7 @@ ENVIRONMENT = [
     ("drift_accepted", pa.bool_()),
 ]
 
-COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + WORK + ENVIRONMENT
+COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + WORK + ENVIRONMENT
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
 STATUSES = ("ok", "oom", "error", "skipped")

@@ -11,7 +11,10 @@ import yaml
 from conftest import REPO
 
 CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
-             os.path.join(REPO, "scripts", "run_cell.py")]
+             os.path.join(REPO, "scripts", "run_cell.py"),
+             # run by the era's own interpreter too (rules/deploy.smk)
+             os.path.join(REPO, "scripts", "export_artifacts.py"),
+             os.path.join(REPO, "scripts", "build_runner.py")]
 ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel"}
 
 

@@ -54,6 +54,14 @@ TRAINING = [  # task training only (sweep.py): the loss on the point's batch aro
     ("train_steps", pa.int64()),  # optimiser steps the point took, warm-up included
     ("learning_rate", pa.float64()),
 ]
+DEPLOYMENT = [  # deployment modes only (adapters/deployed.py says how each is measured)
+    ("artifact_bytes", pa.int64()),  # size on disk of the exported artifact the point ran
+    ("export_s", pa.float64()),  # wall time of that artifact's export
+    ("artifact_load_ms", pa.float64()),  # the runtime's load call alone
+    ("load_ms", pa.float64()),  # cold start: C/C++ process start (Python: load) to first output
+    ("runtime", pa.string()),  # e.g. libtorch, tensorflow-c, torch.jit (Python)
+    ("runtime_version", pa.string()),
+]
 WORK = [
     ("flops", pa.float64()),
     ("achieved_gflops", pa.float64()),
@@ -93,7 +101,8 @@ ENVIRONMENT = [
     ("slurm_gpus", pa.string()),
 ]
 
-COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + WORK + ENVIRONMENT
+COLUMNS = (IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + DEPLOYMENT + WORK
+           + ENVIRONMENT)
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
 STATUSES = ("ok", "oom", "error", "skipped")

@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections import namedtuple
 
+from . import deployment
 from . import eras as era_envs
 from . import images
 
@@ -232,6 +233,10 @@ def plan_cells(config, checkout, apptainer_enabled=False):
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))
     check_runner(config, checkout, apptainer_enabled)
+    try:
+        deployment.check(config)
+    except deployment.DeploymentError as error:
+        raise PlanError(str(error))
     return [
         Cell(era, device, framework, mode, precision, task, model)
         for era in config["eras"]

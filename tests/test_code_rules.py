@@ -15,7 +15,8 @@ CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
              # run by the era's own interpreter too (rules/deploy.smk)
              os.path.join(REPO, "scripts", "export_artifacts.py"),
              os.path.join(REPO, "scripts", "build_runner.py")]
-ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel"}
+ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel",
+                   "run_cell"}  # the project's own in-cell code
 
 
 def python_files(paths):

@@ -290,7 +290,16 @@ def joined(values):
 
 
 # Report (rules/report.smk): the kinds of charts, and what `rule all` builds besides the summary.
-PLOT_KINDS = ["ratio", "frameworks", "length", "modes", "eras", "memory", "gflops"]
+PLOT_KINDS = [
+    "ratio",
+    "frameworks",
+    "length",
+    "modes",
+    "eras",
+    "memory",
+    "gflops",
+    "deployment",
+]
 PLOT_SUBCATEGORIES = {
     "ratio": "Which framework is faster",
     "frameworks": "PyTorch vs TensorFlow per model",
@@ -299,6 +308,7 @@ PLOT_SUBCATEGORIES = {
     "eras": "2019 stack vs today",
     "memory": "Peak memory",
     "gflops": "Achieved GFLOP/s",
+    "deployment": "Deployed: Python vs C/C++",
 }
 
 

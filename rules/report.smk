@@ -46,6 +46,7 @@ rule make_plots:
         eras=plot_output("eras"),
         memory=plot_output("memory"),
         gflops=plot_output("gflops"),
+        deployment=plot_output("deployment"),
     log:
         "results/logs/make_plots.log",
     conda:

@@ -50,7 +50,7 @@ def check(config, which=shutil.which, find_compiler=compiler):
             "image's own wheels. Use runner: native for them." % (", ".join(modes), runner))
     if any(deployed.runs_in_cpp(mode) for mode in modes):
         missing = [name for name, found in (("cmake", which("cmake")),
-                                            ("a C++ compiler (c++, g++ or $CXX)",
+                                            ("C++ compiler (c++, g++ or $CXX)",
                                              find_compiler()))
                    if not found]
         if missing:

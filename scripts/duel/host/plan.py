@@ -232,11 +232,11 @@ def plan_cells(config, checkout, apptainer_enabled=False):
     check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))
-    check_runner(config, checkout, apptainer_enabled)
-    try:
+    try:  # before the runner's checks: with docker or apptainer this is the reason to give
         deployment.check(config)
     except deployment.DeploymentError as error:
         raise PlanError(str(error))
+    check_runner(config, checkout, apptainer_enabled)
     return [
         Cell(era, device, framework, mode, precision, task, model)
         for era in config["eras"]

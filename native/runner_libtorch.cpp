@@ -7,15 +7,15 @@
 //       [--launched-at <monotonic s>]
 //
 // Threads: intra-op and inter-op both set to --threads (as the Python cells set torch's
-// intra-op count and OMP_NUM_THREADS). Calls run under NoGradGuard, as the duel method's
-// torch.no_grad(). CUDA: the module and input go to the first GPU, and
+// intra-op count and OMP_NUM_THREADS). Calls run with autograd off, as the duel method's
+// torch.no_grad(). The traced graph was recorded in eval mode (no dropout in it). CUDA: the module and input go to the first GPU, and
 // torch::cuda::synchronize() is the barrier before every clock read.
 #include <torch/script.h>
 
 #include <ATen/Parallel.h>
-#if __has_include(<torch/cuda.h>)
+#include <ATen/core/grad_mode.h>
+#ifdef DUEL_TORCH_CUDA_SYNC  // torch::cuda::synchronize (CMakeLists.txt: libtorch 1.10 and up)
 #include <torch/cuda.h>
-#define DUEL_HAS_TORCH_CUDA 1
 #endif
 
 #include "duel_runner.h"
@@ -29,8 +29,6 @@ namespace {
 torch::Tensor last_hidden_state(const c10::IValue& output) {
   if (output.isTensor()) return output.toTensor();
   if (output.isTuple()) return output.toTuple()->elements()[0].toTensor();
-  if (output.isTensorList()) return output.toTensorList().get(0);
-  if (output.isList()) return output.toList().get(0).toTensor();
   throw std::runtime_error("the module's output is neither a tensor nor a tuple of tensors");
 }
 
@@ -40,12 +38,12 @@ void run_model(const duel::Arguments& arguments, duel::Result& result) {
   bool cuda = result.device == "cuda";
   std::function<void()> synchronise = []() {};
   if (cuda) {
-#ifdef DUEL_HAS_TORCH_CUDA
+#ifdef DUEL_TORCH_CUDA_SYNC
     if (!torch::cuda::is_available())
       throw std::runtime_error("device cuda asked for, but libtorch sees no CUDA device");
     synchronise = []() { torch::cuda::synchronize(); };
 #else
-    throw std::runtime_error("this libtorch has no torch::cuda::synchronize");
+    throw std::runtime_error("this libtorch has no torch::cuda::synchronize (1.10 and up)");
 #endif
   } else if (result.device != "cpu") {
     throw std::runtime_error("unknown device " + result.device);
@@ -56,10 +54,9 @@ void run_model(const duel::Arguments& arguments, duel::Result& result) {
 
   double before = duel::monotonic_s();
   auto module = torch::jit::load(arguments.text("artifact"), device);
-  module.eval();
   result.artifact_load_ms = (duel::monotonic_s() - before) * 1000.0;
 
-  torch::NoGradGuard no_grad;
+  at::AutoGradMode no_grad(false);  // torch.no_grad(), in every libtorch since 1.0
   torch::Tensor input =
       torch::from_blob(ids.data(), {batch, length}, torch::kLong).clone().to(device);
   std::vector<torch::jit::IValue> inputs{input};

@@ -36,7 +36,9 @@ def runners():
         if os.path.exists(record_path):
             with open(record_path) as handle:
                 record = json.load(handle)
-        if not record or record["status"] != "ok":
+        native = os.path.join(REPO, "native")
+        newest = max(os.path.getmtime(os.path.join(native, name)) for name in os.listdir(native))
+        if not record or record["status"] != "ok" or os.path.getmtime(record_path) < newest:
             result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "build_runner.py"),
                                      "--runtime", runtime, "--record", record_path],
                                     capture_output=True, text=True, timeout=900)

@@ -1,5 +1,7 @@
 """Export a model's shared reference weights to its framework's own deployment format.
 
+Both start from the model as the graph modes build it, with ``config.use_cache = False`` (see
+``without_cache``).
 - ``torchscript``: the PyTorch model (``config.torchscript = True``, eval, under no_grad) traced
   with ``torch.jit.trace`` on each point's input and saved, one file per batch x length (a trace
   records one shape, as the ``torchscript`` mode does; a file per shape embeds the weights each
@@ -106,6 +108,15 @@ def savedmodel_tensor_names(path):
             "output": signature.outputs["last_hidden_state"].name}
 
 
+def without_cache(model):
+    """Inference of one full sequence: no key/value cache in the outputs (today's GPT-2 returns
+    a cache object that torch.jit.trace cannot record, and a SavedModel would compute it for
+    nothing; the last hidden state is the same)."""
+    config = getattr(model, "config", None)
+    if config is not None and getattr(config, "use_cache", None):
+        config.use_cache = False
+
+
 EXPORTERS = {"torchscript": export_torchscript, "savedmodel": export_savedmodel}
 # The adapter mode whose build the export starts from (the same model object the mode times).
 BUILD_MODES = {"torchscript": "torchscript", "savedmodel": "function"}
@@ -133,6 +144,7 @@ def export_artifacts(artifact_format, spec, shapes, seed, weights_dir, device, t
         began = time.perf_counter()
         try:
             adapter.build(spec, seed, weights_dir)
+            without_cache(adapter.model)
             manifest["build_s"] = time.perf_counter() - began
             exporter = EXPORTERS[artifact_format]
             manifest["artifacts"], manifest["signature"] = exporter(adapter, spec, shapes, seed,

@@ -66,7 +66,6 @@ def _pytorch():
             path = self.deployment.artifact(*inputs.shape)
             began = time.perf_counter()
             module = torch.jit.load(path, map_location=torch.device(self.device))
-            module.eval()
             self.load_ms = (time.perf_counter() - began) * 1000.0
             return lambda: module(inputs)
 

@@ -31,7 +31,8 @@ PROBES = {
     "libtorch": """
 import json, os, torch
 prefix = getattr(getattr(torch, "utils", None), "cmake_prefix_path", None)
-print(json.dumps({"version": torch.__version__,
+print(json.dumps({"version": torch.__version__, "root": os.path.dirname(torch.__file__),
+                  "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
                   "prefix": prefix or os.path.join(os.path.dirname(torch.__file__), "share", "cmake")}))
 """,
     "tensorflow": """
@@ -82,6 +83,11 @@ def tensorflow_libraries(lib):
 
 def cmake_arguments(runtime, found):
     arguments = ["-DDUEL_RUNTIME=%s" % runtime, "-DDUEL_RUNTIME_VERSION=%s" % found["version"]]
+    if runtime == "libtorch" and int(found["version"].split(".")[0]) < 2:
+        # torch 1.x wheels (2019's are CUDA builds) have a CMake config that demands the CUDA
+        # toolkit even for a CPU program: use the wheel's headers and libraries directly.
+        return arguments + ["-DDUEL_TORCH_ROOT=%s" % found["root"],
+                            "-DDUEL_TORCH_CXX11_ABI=%d" % found["cxx11_abi"]]
     if runtime == "libtorch":
         return arguments + ["-DCMAKE_PREFIX_PATH=%s" % found["prefix"]]
     return arguments + ["-DTF_INCLUDE_DIR=%s" % found["include"],

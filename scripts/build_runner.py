@@ -75,9 +75,10 @@ def tensorflow_libraries(lib):
         raise BuildError("no libtensorflow_framework.so.* in %s" % lib)
     if not cc:
         raise Unavailable(
-            "TensorFlow's wheel in this era has no libtensorflow_cc.so in %s: its C API lives only in "
-            "the Python extension _pywrap_tensorflow_internal.so, which needs the Python "
-            "runtime loaded (no Python-free runner can link it)" % lib)
+            "TensorFlow's wheel in this era has no libtensorflow_cc.so (in %s): its C API "
+            "(TF_LoadSessionFromSavedModel) is exported only by the Python extension "
+            "_pywrap_tensorflow_internal.so, which leaves the Python C API's symbols undefined, "
+            "so a runner linking it would carry libpython: not a Python-free runtime" % lib)
     return [cc[0], framework[0]]
 
 
@@ -99,7 +100,7 @@ def run(command, log):
     log.flush()
     result = subprocess.run(command, stdout=log, stderr=log)
     if result.returncode != 0:
-        raise BuildError("%s failed (exit %d); its messages are above"
+        raise BuildError("%s failed (exit %d)"
                          % (os.path.basename(command[0]), result.returncode))
 
 

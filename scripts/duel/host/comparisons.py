@@ -92,6 +92,7 @@ def deployed_ratios(frame):
     """PyTorch deployed time / TensorFlow deployed time per point (> 1: PyTorch slower), for
     the C/C++ modes and the Python loaders of the same artifacts."""
     ratios = framework_ratios(frame)
-    keep = [(a, b) in DEPLOYED_PAIRS for a, b in zip(ratios["mode_pytorch"],
-                                                    ratios["mode_tensorflow"])]
+    keep = pd.Series([(a, b) in DEPLOYED_PAIRS for a, b in zip(ratios["mode_pytorch"],
+                                                               ratios["mode_tensorflow"])],
+                     index=ratios.index, dtype=bool)
     return ratios[keep]

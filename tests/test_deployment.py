@@ -272,3 +272,22 @@ def test_the_deployment_sheet_and_chart(deployed_run):
                                             "TensorFlow savedcpp") for row in sheet)
     charts = os.listdir(os.path.join(results, "plots", "deployment"))
     assert "current_cpu_fp32_inference_duel.png" in charts
+
+
+def test_the_2019_stack_deploys_pytorch_and_says_why_not_tensorflow(tmp_path):
+    """Era hf2019: the libtorch runner builds from torch 1.3.0's wheel and runs its trace;
+    TensorFlow 2.0 has no Python-free C library, so savedcpp is skipped with the reason."""
+    config = write_config(tmp_path, eras=["hf2019"], models_dir=TEST_MODELS,
+                          models=["tiny-bert-16pos"], batch_sizes=[1], sequence_lengths=[8],
+                          modes={"pytorch": ["jitcpp"], "tensorflow": ["savedcpp"]},
+                          method="duel", **QUICK)
+    snakemake(tmp_path, "--cores", "all", "--configfile", config)
+    rows = pq.read_table(os.path.join(str(tmp_path), "results", "summary.parquet")).to_pylist()
+    by_mode = {row["mode"]: row for row in rows}
+    jitcpp = by_mode["jitcpp"]
+    assert jitcpp["status"] == "ok", jitcpp["message"]
+    assert (jitcpp["runtime"], jitcpp["runtime_version"]) == ("libtorch", "1.3.0")
+    assert jitcpp["max_abs_diff"] < jitcpp["diff_tolerance"]
+    savedcpp = by_mode["savedcpp"]
+    assert savedcpp["status"] == "skipped" and "libtensorflow_cc" in savedcpp["message"]
+    assert savedcpp["framework_version"] == "2.0.0"

@@ -15,6 +15,8 @@ rule make_reference:
         manifest="results/reference/{era}/{model}/{weights}.json",
     log:
         "results/logs/reference/{era}/{model}-{weights}.log",
+    # Before any cell, so that the cells' rounds are not split by a model's reference.
+    priority: REFERENCE_PRIORITY
     conda:
         era_conda_env
     container:
@@ -47,7 +49,9 @@ rule run_cell:
     output:
         shard=plan.SHARD_PATTERN,
     log:
-        "results/logs/cells/{era}/{device}/{framework}/{mode}/{precision}/{task}/{model}.log",
+        plan.LOG_PATTERN,
+    # Interleaved rounds: replicate 1 of every cell before replicate 2 of any (common.smk).
+    priority: round_priority
     conda:
         era_conda_env
     container:
@@ -79,6 +83,7 @@ rule run_cell:
         " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
         " --precision {wildcards.precision:q}"
         " --task {wildcards.task:q} --model-config {input.model_config:q}"
+        " --replicate {wildcards.replicate}"
         " --batch-sizes {params.grid[batch_sizes]:q}"
         " --sequence-lengths {params.grid[sequence_lengths]:q}"
         " --methods {params.methods:q} --seed {params.seed} --threads {threads}"

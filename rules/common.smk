@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
 from duel.cell.adapters import deployed
-from duel.host import deployment, eras, images, plan, resources
+from duel.host import chart_kinds, deployment, eras, images, plan, resources
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
@@ -139,10 +139,24 @@ wildcard_constraints:
     precision="|".join(config["precisions"]),
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
+    replicate="[1-9][0-9]*",
     weights="reference|training",
     artifact="torchscript|savedmodel",
     runtime="libtorch|tensorflow",
     lock="[0-9a-f]{12}",
+
+
+REPLICATES = config["replicates"]
+# References (one per model) run before any cell; then round 1 of every cell, round 2, ...
+REFERENCE_PRIORITY = REPLICATES + 1
+
+
+def round_priority(wildcards):
+    """Snakemake runs ready jobs of higher priority first (a function of the job's wildcards):
+    replicate 1 of every cell before any cell's replicate 2, and so on. Only an order: nothing
+    depends on an earlier round's files, so adding a cell never reruns a finished one.
+    """
+    return REPLICATES - int(wildcards.replicate)
 
 
 def shard_paths():
@@ -289,35 +303,13 @@ def joined(values):
     return ",".join(str(value) for value in values)
 
 
-# Report (rules/report.smk): the kinds of charts, and what `rule all` builds besides the summary.
-PLOT_KINDS = [
-    "ratio",
-    "frameworks",
-    "length",
-    "modes",
-    "eras",
-    "memory",
-    "gflops",
-    "deployment",
-]
-PLOT_SUBCATEGORIES = {
-    "ratio": "Which framework is faster",
-    "frameworks": "PyTorch vs TensorFlow per model",
-    "length": "Time vs sequence length",
-    "modes": "Graph modes vs eager",
-    "eras": "2019 stack vs today",
-    "memory": "Peak memory",
-    "gflops": "Achieved GFLOP/s",
-    "deployment": "Deployed: Python vs C/C++",
-}
-
-
+# Report (rules/report.smk): what `rule all` builds besides the summary.
 def report_outputs():
     """What `rule all` builds beside the summary so that a default run has its report."""
     return [
         "results/statistics/statistics.html",
         "results/environment.html",
-    ] + expand("results/plots/{kind}", kind=PLOT_KINDS)
+    ] + expand("results/plots/{kind}", kind=chart_kinds.KINDS)
 
 
 def plot_output(kind):
@@ -326,8 +318,8 @@ def plot_output(kind):
         directory("results/plots/%s" % kind),
         patterns=["{figure}.png"],
         caption="../report/plots/%s.rst" % kind,
-        category="Charts" if kind != "ratio" else "At a glance",
-        subcategory=PLOT_SUBCATEGORIES[kind],
+        category="At a glance" if kind in chart_kinds.AT_A_GLANCE else "Charts",
+        subcategory=chart_kinds.SUBCATEGORIES[kind],
         labels={"figure": "{figure}"},
     )
 

@@ -19,6 +19,7 @@ rule compute_statistics:
         ),
         pairs="results/statistics/pairs.csv",
         headline="results/statistics/headline.csv",
+        noise="results/statistics/noise.csv",
         html=report(
             "results/statistics/statistics.html",
             caption="../report/statistics.rst",
@@ -30,6 +31,8 @@ rule compute_statistics:
     conda:
         "../envs/current-cpu.yaml"
     threads: 1
+    params:
+        min_effect=config["min_effect"],
     script:
         "../scripts/compute_statistics.py"
 
@@ -39,14 +42,7 @@ rule make_plots:
         parquet="results/summary.parquet",
         ratios="results/statistics/ratios.csv",
     output:
-        ratio=plot_output("ratio"),
-        frameworks=plot_output("frameworks"),
-        length=plot_output("length"),
-        modes=plot_output("modes"),
-        eras=plot_output("eras"),
-        memory=plot_output("memory"),
-        gflops=plot_output("gflops"),
-        deployment=plot_output("deployment"),
+        **{kind: plot_output(kind) for kind in chart_kinds.KINDS},
     log:
         "results/logs/make_plots.log",
     conda:

@@ -22,5 +22,7 @@ rule merge_shards:
     conda:
         "../envs/current-cpu.yaml"
     threads: 1
+    params:
+        min_effect=config["min_effect"],
     script:
         "../scripts/merge_shards.py"

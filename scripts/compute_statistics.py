@@ -6,19 +6,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pandas as pd  # noqa: E402
 
-from duel.host import pages, statistics  # noqa: E402
+from duel.host import pages, statistics, summary  # noqa: E402
 
 
-def main(parquet_path, ratios_csv, pairs_csv, headline_csv, html_path):
-    frame = pd.read_parquet(parquet_path)
-    ratios = statistics.point_ratios(frame)
+def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path,
+         min_effect=statistics.MIN_EFFECT):
+    points = summary.with_reported(pd.read_parquet(parquet_path))  # replicates combined once
+    ratios = statistics.point_ratios(points, min_effect=min_effect)
     pairs = statistics.pair_summary(ratios)
-    headline = statistics.headline(frame)
+    headline = statistics.headline(points)
+    noise = statistics.noise_table(points)
     ratios.to_csv(ratios_csv, index=False)
     pairs.to_csv(pairs_csv, index=False)
     headline.to_csv(headline_csv, index=False)
+    noise.to_csv(noise_csv, index=False)
     with open(html_path, "w") as handle:
-        handle.write(pages.statistics_page(ratios, pairs, headline))
+        handle.write(pages.statistics_page(ratios, pairs, headline, noise, min_effect))
     print("%d paired points; %s" % (len(ratios), ratios["verdict"].value_counts().to_dict()))
 
 
@@ -30,5 +33,7 @@ if __name__ == "__main__" and "snakemake" in globals():
             snakemake.output.ratios,  # noqa: F821
             snakemake.output.pairs,  # noqa: F821
             snakemake.output.headline,  # noqa: F821
+            snakemake.output.noise,  # noqa: F821
             snakemake.output.html,  # noqa: F821
+            snakemake.params.min_effect,  # noqa: F821
         )

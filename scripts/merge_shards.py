@@ -7,10 +7,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from duel.host import history, spreadsheet, summary  # noqa: E402
 
 
-def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder):
+def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):
     frame = summary.read_shards(shards)
     summary.write_outputs(frame, parquet_path, csv_path)
-    spreadsheet.write_workbook(frame, xlsx_path)
+    spreadsheet.write_workbook(frame, xlsx_path, min_effect)
     history.write_2019_csvs(frame, csv_2019_folder)
     counts = frame["status"].value_counts().to_dict()
     print("merged %d shards, %d points: %s" % (len(shards), len(frame), counts))
@@ -25,4 +25,5 @@ if __name__ == "__main__" and "snakemake" in globals():
             snakemake.output.csv,  # noqa: F821
             snakemake.output.xlsx,  # noqa: F821
             snakemake.output.csv_2019,  # noqa: F821
+            snakemake.params.min_effect,  # noqa: F821
         )

@@ -61,6 +61,9 @@ def parse_args(argv=None):
     cell.add_argument("--task", default="inference", choices=["inference", "training"],
                       help="training: one optimiser step per call (model with its LM head)")
     cell.add_argument("--model-config", required=True, help="a config/models/*.json file")
+    cell.add_argument("--replicate", type=int, default=1,
+                      help="which of the cell's separate processes this is (recorded; the same "
+                           "seed, weights and inputs in every replicate)")
     grid = parser.add_argument_group("the grid")
     grid.add_argument("--batch-sizes", type=positive_ints, default=[1], help="e.g. 1,2,4,8")
     grid.add_argument("--sequence-lengths", type=positive_ints, default=[8], help="e.g. 8,64")
@@ -118,10 +121,9 @@ def prepare_process(framework, device, threads):
 def settings_digest(args, spec):
     """SHA-256 of everything that determines this cell's numbers (not where they are written)."""
     settings = dict(vars(args))
-    settings.pop("output")
-    settings.pop("reference_dir")
-    settings.pop("artifact_dir")
-    settings.pop("runner_build")
+    # not what the numbers depend on
+    for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build"):
+        settings.pop(where)
     settings["architecture"] = spec.architecture
     settings["max_sequence_length"] = spec.max_sequence_length
     encoded = json.dumps(settings, sort_keys=True, separators=(",", ":")).encode("utf-8")
@@ -133,8 +135,11 @@ def main(argv=None):
     sys.path.insert(0, HERE)
     from duel.cell import environment, models
 
+    from duel.cell import conditions
+
     threads = args.threads or environment.usable_cpus()
     prepare_process(args.framework, args.device, threads)
+    bound = conditions.bind_process(threads)  # before the framework starts its threads
     started_at = environment.utc_now()
     spec = models.load_model_spec(args.model_config)
 
@@ -155,6 +160,7 @@ def main(argv=None):
         seed=args.seed,
         started_at=started_at,
     )
+    columns.update(bound)
     columns.update(adapter.environment())
     settings = sweep.SweepSettings(
         seed=args.seed,
@@ -166,7 +172,8 @@ def main(argv=None):
         learning_rate=args.learning_rate,
     )
     cell = sweep.CellSpec(
-        args.era, args.device, args.framework, args.mode, args.precision, args.task, spec.name
+        args.era, args.device, args.framework, args.mode, args.precision, args.task, spec.name,
+        args.replicate,
     )
     points = sweep.plan_points(args.batch_sizes, args.sequence_lengths, args.methods)
     rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns)

@@ -10,7 +10,9 @@ It asks the engine for the image's ID (``docker image inspect``) and runs the co
 container of exactly that ID: ``docker run --rm --init``, the job's working directory mounted
 read-write at the same path (so every relative path of the job means the same inside), the
 checkout and any ``--mount`` folder read-only at their own paths, no network, the caller's user and
-group (no root-owned results), ``--cpus`` = the job's threads, ``--gpus all`` for a cuda job.
+group (no root-owned results), ``--cpuset-cpus`` = the same fixed CPUs a native cell binds to
+(duel/cell/conditions.py; not ``--cpus``, a CFS quota that throttles in bursts), ``--gpus all``
+for a cuda job.
 With ``--record-image`` it appends ``--image NAME --image-digest ID`` to the command, so that the
 shard names the image that produced it. The checkout's commit is handed in as DUEL_GIT_COMMIT
 (the image has no git). A container that fails or is killed fails the job with a message saying
@@ -27,6 +29,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from duel.cell import conditions  # noqa: E402
 from duel.cell.environment import git_commit  # noqa: E402
 from duel.host import images  # noqa: E402
 
@@ -88,7 +91,8 @@ def docker_run_command(args, image_id, name, workdir, commit):
     if args.record_image:
         command += ["--image", args.image, "--image-digest", image_id]
     options = ["docker", "run", "--rm", "--init", "--name", name, "--network", "none",
-               "--user", "%d:%d" % (os.getuid(), os.getgid()), "--cpus", str(args.threads),
+               "--user", "%d:%d" % (os.getuid(), os.getgid()),
+               "--cpuset-cpus", conditions.describe_cpus(conditions.pinned_cpus(args.threads)),
                "--workdir", os.path.realpath(workdir),
                "--env", "HOME=/tmp", "--env", "USER=duel", "--env", "DUEL_GIT_COMMIT=" + commit]
     options += mounts(workdir, [args.checkout] + args.mount)

@@ -13,8 +13,10 @@ MODELS = os.path.join(REPO, "config", "models")
 TEST_MODELS = os.path.join(REPO, "tests", "data", "models")
 sys.path.insert(0, SCRIPTS)
 
-# Timing settings that keep test points short; the method is the same as in real runs.
+# Timing settings that keep test points short; the method is the same as in real runs. One
+# process per cell: tests of replicates ask for more themselves.
 QUICK = {
+    "replicates": 1,
     "duel": {"warmup_calls": 1, "min_samples": 3, "min_time_s": 0.02, "max_samples": 50,
              "max_time_s": 5.0},
     "hf2019": {"repeat": 3, "number": 2},
@@ -33,10 +35,10 @@ def snakemake(workdir, *args, timeout=1200, check=True, env=None):
     return result
 
 
-def shard_file(workdir, framework, mode, model, era="current"):
+def shard_file(workdir, framework, mode, model, era="current", replicate=1):
     """Where the workflow writes a cpu fp32 inference cell's shard under ``workdir``."""
     from duel.host import plan
-    cell = plan.Cell(era, "cpu", framework, mode, "fp32", "inference", model)
+    cell = plan.Cell(era, "cpu", framework, mode, "fp32", "inference", model, replicate)
     return os.path.join(str(workdir), plan.shard_path(cell))
 
 

@@ -24,6 +24,10 @@ BAD = [
     (["models=[../../etc/passwd]"], ["models", "../../etc/passwd"]),
     (["duel={min_samples: 0}"], ["min_samples", "0"]),
     (["cell_threads=0"], ["cell_threads", "0"]),
+    (["replicates=0"], ["replicates", "0"]),
+    (["replicates=-1"], ["replicates", "-1"]),
+    (["replicates=two"], ["replicates", "two"]),
+    (["min_effect=-0.1"], ["min_effect", "-0.1"]),
     (["runner=podman"], ["runner", "podman"]),
     (["runner=docker", "images={current-cpu: x;touch /tmp/pwned}"],
      ["images", "x;touch /tmp/pwned"]),
@@ -45,7 +49,7 @@ def test_bad_config_is_refused_before_any_job(tmp_path, overrides, words):
 def test_command_line_numbers_are_numbers(tmp_path):
     result = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--config", "batch_sizes=[1,2]",
                        "sequence_lengths=[8]", "models=[gpt2]", "frameworks=[pytorch]",
-                       "duel={min_samples: 5, min_time_s: 0.25}")
+                       "duel={min_samples: 5, min_time_s: 0.25}", "replicates=1")
     output = result.stdout + result.stderr
     assert "--batch-sizes 1,2 --sequence-lengths 8" in output.replace("'", "")
     assert "--min-samples 5 --min-time-s 0.25" in output
@@ -58,8 +62,8 @@ def test_the_default_and_2019_configs_plan(tmp_path):
     paper = snakemake(tmp_path, "-n", "--cores", "2", "--configfile",
                       os.path.join(REPO, "config", "paper-2019.yaml"))
     jobs = " ".join(paper.stdout.split())
-    # two eras x ten checkpoints x (PyTorch eager + TensorFlow function)
-    assert "run_cell 40" in jobs
+    # two eras x ten checkpoints x (PyTorch eager + TensorFlow function) x three replicates
+    assert "run_cell 120" in jobs
 
 
 def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
@@ -72,6 +76,6 @@ def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
     assert [(cell.device, cell.precision) for cell in cells] == [
         ("cpu", "fp32"), ("cpu", "bf16"), ("cuda", "fp32"), ("cuda", "bf16")]
     assert plan.shard_path(cells[-1]) == \
-        "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2.parquet"
+        "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2/r1.parquet"
     with pytest.raises(plan.PlanError, match="no NVIDIA GPU"):
         plan.check_devices(config["devices"], has_gpu=lambda: False)

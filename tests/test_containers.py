@@ -14,7 +14,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, TEST_MODELS, snakemake, write_config
+from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
+from duel.cell import conditions
 from duel.host import eras, images
 import run_in_docker
 
@@ -178,7 +179,8 @@ def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_pat
                                      "python", "run_cell.py", "--output", "a b.parquet"])
     command = run_in_docker.docker_run_command(args, "sha256:abc", "duel-n", str(work), "c0ffee")
     assert command[:3] == ["docker", "run", "--rm"]
-    for option in (["--network", "none"], ["--cpus", "3"], ["--gpus", "all"],
+    cpuset = conditions.describe_cpus(conditions.pinned_cpus(3))  # the cores a native cell takes
+    for option in (["--network", "none"], ["--cpuset-cpus", cpuset], ["--gpus", "all"],
                    ["--user", "%d:%d" % (os.getuid(), os.getgid())], ["--workdir", str(work)]):
         assert " ".join(option) in " ".join(command), option
     assert "DUEL_GIT_COMMIT=c0ffee" in command
@@ -226,9 +228,8 @@ def test_runner_apptainer_puts_the_image_in_the_container_directive_and_the_shar
     assert len(execs) == 2  # make_reference and run_cell, not the merge
     assert all(str(sif) in call and "--nv" in call for call in execs)
     assert any("make_reference.py" in call for call in execs)
-    (row,) = pq.read_table(os.path.join(str(tmp_path), "results", "shards", "current", "cpu",
-                                        "pytorch", "eager", "fp32", "inference",
-                                        "tiny-bert-16pos.parquet")).to_pylist()
+    (row,) = pq.read_table(shard_file(tmp_path, "pytorch", "eager", "tiny-bert-16pos")
+                           ).to_pylist()
     assert row["status"] == "ok" and row["runner"] == "apptainer"
     assert row["image"] == str(sif) and row["image_digest"] == images.file_digest(str(sif))
 

@@ -102,7 +102,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     workbook = openpyxl.load_workbook(path)
     assert workbook.sheetnames == [
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
-        "current cpu PT eager hf2019", "current cpu PT jit duel", "ratio PT-TF", "statistics",
+        "current cpu PT eager hf2019", "current cpu PT jit duel", "ratio PT-TF", "statistics", "noise",
         "mode speed-up", "GFLOP per s", "cross-era", "deployment", "historical 2019",
         "environment"]
 
@@ -210,6 +210,9 @@ def test_2019_csv_layout(tmp_path):
         "hf2019_cpu_pytorch_eager_inference_hf2019.csv",
         "current_cpu_pytorch_eager_inference_hf2019.csv"]
     lines = open(written[0]).read().splitlines()
+    readme = open(str(tmp_path / "csv" / "README.txt")).read()
+    assert "mean per call of every timeit.repeat sample" in readme
+    assert "1 process per point" in readme
     old = pq.read_table(paths[0]).to_pylist()
     assert lines[0] == "model,1x8,1x64,2x8"
     assert lines[1] == "gpt2,%r,%r,N/A" % (old[0]["mean"] / 1000.0, old[1]["mean"] / 1000.0)

@@ -8,6 +8,8 @@
 - Keras: 4.x's TensorFlow models use the Keras transformers picked (``tf_keras`` with
   ``TF_USE_LEGACY_KERAS=1``), 2.1.1's use ``tf.keras``; a mixed-precision policy must be set on
   that one. ``keras_policy_setter`` finds it (None where Keras has no policies: TF before 2.4).
+- Thread pools: ``torch.set_num_interop_threads`` does not exist in every release and may be
+  called once per process; ``set_interop_threads`` sets it where it can.
 - Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
   ``transformers.models.deprecated`` but stays importable from the top level.
 
@@ -70,3 +72,16 @@ def keras_policy_setter():
     """``set_global_policy`` of keras_module(), or None where that Keras has no
     mixed-precision policies (TensorFlow 2.0)."""
     return getattr(getattr(keras_module(), "mixed_precision", None), "set_global_policy", None)
+
+
+def set_interop_threads(torch, threads):
+    """PyTorch's inter-op pool to ``threads``, as TensorFlow's is (the adapters): a setter that
+    torch allows once per process, before any inter-op work; older releases without it keep
+    their default."""
+    setter = getattr(torch, "set_num_interop_threads", None)
+    if setter is None:
+        return
+    try:
+        setter(threads)
+    except RuntimeError:  # already set or started in this process
+        pass

@@ -4,7 +4,19 @@ One row per point. The merge and every report read only these columns, so the sc
 once here and every shard is written with it (a shard whose points all failed still has typed,
 all-null timing columns, and shards concatenate without type drift).
 """
+from collections import namedtuple
+
 import pyarrow as pa
+
+# A cell's identity, defined once: the shard and log paths (duel.host.plan.cell_pattern), the
+# planned cells, the sweep's rows and the merge's groups all follow this tuple, so a new
+# dimension is one entry here (and its wildcard constraint in rules/common.smk).
+# ``replicate`` numbers the separate processes that run the same cell (config key replicates);
+# every replicate uses the same seed, weights and inputs.
+CELL_KEYS = ("era", "device", "framework", "mode", "precision", "task", "model", "replicate")
+Cell = namedtuple("Cell", CELL_KEYS)
+# A point of a cell (one row of its shard).
+POINT_KEYS = ("batch_size", "seq_len", "method")
 
 IDENTITY = [
     ("era", pa.string()),
@@ -14,6 +26,7 @@ IDENTITY = [
     ("precision", pa.string()),  # fp32, fp16, bf16 (adapters/base.py: how each is run)
     ("task", pa.string()),
     ("model", pa.string()),
+    ("replicate", pa.int64()),  # which process of the cell (1..replicates); older shards: 1
     ("batch_size", pa.int64()),
     ("seq_len", pa.int64()),
     ("method", pa.string()),
@@ -37,6 +50,9 @@ TIMING = [
     ("point_wall_s", pa.float64()),  # wall time of the whole point, warm-up included
     ("setup_s", pa.float64()),  # one-off preparation before the first call (e.g. jit.trace)
     ("first_call_ms", pa.float64()),  # the untimed first call (tracing, compiling included)
+    ("gc_collections", pa.int64()),  # garbage collections inside the duel samples (conditions)
+    ("canary_before_ms", pa.float64()),  # the fixed canary workload just before the point...
+    ("canary_after_ms", pa.float64()),  # ...and just after it (conditions.canary_ms)
 ]
 MEMORY = [
     ("peak_host_rss_mb", pa.float64()),
@@ -81,6 +97,9 @@ ENVIRONMENT = [
     ("cpu_max_mhz", pa.float64()),
     ("logical_cpus", pa.int64()),
     ("threads", pa.int64()),
+    ("cpu_affinity", pa.string()),  # the CPUs the process was bound to (cpuset notation)
+    ("omp_binding", pa.string()),  # OpenMP thread placement (conditions.py)
+    ("gc_policy", pa.string()),  # what the garbage collector did while duel took samples
     ("hostname", pa.string()),
     ("platform", pa.string()),
     ("runner", pa.string()),

@@ -13,12 +13,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import contract, flops, models, reference, timing
+from . import conditions, contract, flops, models, reference, timing
 from .memory import PeakRssProbe
 
 Point = namedtuple("Point", "batch_size seq_len method")
 
-CellSpec = namedtuple("CellSpec", "era device framework mode precision task model")
+CellSpec = contract.Cell  # the cell's identity (contract.CELL_KEYS)
 
 
 def plan_points(batch_sizes, sequence_lengths, methods):
@@ -62,6 +62,7 @@ def measure(adapter, spec, point, settings):
     if adapter.task == "training" and not adapter.fresh:  # each point starts from the weights
         adapter.build(spec, settings.seed, settings.reference_dir)
     adapter.reset_device_peak()
+    canary_before_ms = conditions.canary_ms()
     probe = PeakRssProbe().start()
     began = time.perf_counter()
     inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, settings.seed))
@@ -83,6 +84,8 @@ def measure(adapter, spec, point, settings):
     columns = timing.summarise(measurement)
     columns["point_wall_s"] = time.perf_counter() - began
     columns["setup_s"] = setup_s
+    columns["canary_before_ms"] = canary_before_ms
+    columns["canary_after_ms"] = conditions.canary_ms()
     columns["peak_host_rss_mb"] = probe.peak_mib()
     columns["peak_host_rss_method"] = probe.method
     columns["peak_device_mb"] = adapter.device_peak_mib()

@@ -10,7 +10,8 @@ knows which framework runs.
   synchronises a device (on a GPU that times kernel launches, not kernels: the point of keeping it).
 - ``duel`` is the honest default: warm-up calls on the same shapes, a device barrier before every
   clock read, one call per sample, and a run length that adapts to the call's cost (at least
-  ``min_samples`` samples and ``min_time_s`` seconds, capped by ``max_samples`` and ``max_time_s``).
+  ``min_samples`` samples and ``min_time_s`` seconds, capped by ``max_samples`` and ``max_time_s``),
+  the garbage collector off while it samples (conditions.gc_paused).
 
 Every raw sample is kept (milliseconds per call); statistics are derived from them. The first
 call of a point (where tf.function traces, torch.compile compiles, lazy weights materialise) is
@@ -22,9 +23,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from .conditions import gc_paused
+
 Measurement = namedtuple(
-    "Measurement", "samples_ms mean_ms warmup_calls repeat number first_call_ms"
+    "Measurement", "samples_ms mean_ms warmup_calls repeat number first_call_ms gc_collections"
 )
+Measurement.__new__.__defaults__ = (None,)  # gc_collections: not counted (hf2019: timeit's)
 Measurement.__doc__ = """Raw samples of one point (ms per call) and how they were taken.
 
 ``mean_ms`` is the method's own reported mean (for hf2019 computed exactly as the 2019 script did);
@@ -79,19 +83,21 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
         call()
     synchronise()
     samples = []
-    started = clock()
-    while True:
-        before = clock()
-        call()
-        synchronise()
-        after = clock()
-        samples.append((after - before) * 1000.0)
-        elapsed = after - started
-        enough = len(samples) >= settings.min_samples and elapsed >= settings.min_time_s
-        if enough or len(samples) >= settings.max_samples or elapsed >= settings.max_time_s:
-            break
+    with gc_paused({}) as collector:
+        started = clock()
+        while True:
+            before = clock()
+            call()
+            synchronise()
+            after = clock()
+            samples.append((after - before) * 1000.0)
+            elapsed = after - started
+            enough = len(samples) >= settings.min_samples and elapsed >= settings.min_time_s
+            if enough or len(samples) >= settings.max_samples or elapsed >= settings.max_time_s:
+                break
     return Measurement(
-        samples, float(np.mean(samples)), settings.warmup_calls, None, None, first_call_ms
+        samples, float(np.mean(samples)), settings.warmup_calls, None, None, first_call_ms,
+        collector.get("collections", 0),
     )
 
 
@@ -115,4 +121,5 @@ def summarise(measurement):
         "repeat": measurement.repeat,
         "number": measurement.number,
         "first_call_ms": measurement.first_call_ms,
+        "gc_collections": measurement.gc_collections,
     }

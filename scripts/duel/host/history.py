@@ -9,7 +9,7 @@ import os
 
 import pandas as pd
 
-from . import summary
+from . import scopes, summary
 
 HARDWARE_2019 = {
     "cpu": "32-vCPU Intel Xeon @ 2.3 GHz (TensorFlow built with AVX2)",
@@ -70,6 +70,25 @@ def csv_2019_name(era, device, framework, mode, precision, task, method):
     return "%s_%s_%s_%s_%s_%s.csv" % (era, device, framework, mode, task, method)
 
 
+README_2019 = """These CSV files keep the 2019 script's own layout (model,1x8,...; seconds per call;
+N/A where a point did not run), so nothing may stand above their header row; this file says
+how their numbers were made.
+
+File names: <era>_<device>_<framework>_<mode>[_<precision>]_<task>_<method>.csv
+Method hf2019: the 2019 aggregation, the mean per call of every timeit.repeat sample, pooled
+over every replicate's samples (the replicates' 2019 means weighted by their sample counts).
+Method duel: the median of the replicates' medians.
+Processes per point in this run: %s.
+"""
+
+
+def _write_readme(folder, frame):
+    path = os.path.join(folder, "README.txt")
+    with open(path, "w") as handle:
+        handle.write(README_2019 % scopes.replicates_label(frame))
+    return path
+
+
 def write_2019_csvs(frame, folder):
     """One CSV per table (summary.TABLE_KEYS) in the 2019 script's layout.
 
@@ -79,6 +98,7 @@ def write_2019_csvs(frame, folder):
     if not os.path.isdir(folder):
         os.makedirs(folder)
     frame = summary.with_reported(frame)
+    _write_readme(folder, frame)
     written = []
     for values, group in frame.groupby(GROUP, sort=False):
         points = summary.point_order(group)

@@ -68,20 +68,14 @@ def _verdict_class(row):
     return "unclear"
 
 
-def statistics_page(ratios, pairs, headline):
+def statistics_page(ratios, pairs, headline, noise=None, min_effect=statistics.MIN_EFFECT):
     """Who is faster where and how sure: counts per pair of modes, the 2019 headline, every
-    point."""
-    method = (
-        "<p>Ratio: PyTorch time / TensorFlow time of the method's figure (duel: median; hf2019: "
-        "mean, as 2019) on the same model and input; &lt; 1: PyTorch faster. Interval: %d%% "
-        "percentile bootstrap, %d resamples of each framework's raw samples, seed %d. "
-        "<b>Clear</b>: the interval excludes 1. Points with fewer than %d samples get no "
-        "interval.</p>" % (round(statistics.CONFIDENCE * 100), statistics.RESAMPLES,
-                           statistics.SEED, statistics.MIN_SAMPLES))
+    point, and how much each point's processes differed."""
     body = [
-        method,
+        "<p>%s</p>" % html.escape(statistics.method_text(min_effect)),
         "<h2>At a glance: clear wins per pair of modes</h2>",
-        "<p>geomean_ratio: geometric mean of the compared points' ratios.</p>",
+        "<p>geomean_ratio: geometric mean of the compared points' ratios; replicates: the "
+        "processes per point each verdict rests on (the fewest of the pair).</p>",
         table(pairs),
         "<h2>The 2019 headline: mean over models per framework and device</h2>",
         "<p>mean_s is the 2019 aggregation (mean of every point that ran, seconds per call); "
@@ -92,6 +86,14 @@ def statistics_page(ratios, pairs, headline):
         "<h2>Every paired point</h2>",
         table(ratios, _verdict_class),
     ]
+    if noise is not None and len(noise) and noise["replicates"].max() >= 2:
+        body += [
+            "<h2>Spread between processes</h2>",
+            "<p>Each point's replicate figures (ms), the slowest over the fastest "
+            "(replicate_spread) and their coefficient of variation; noisy: spread above "
+            "%d%%.</p>" % round(100 * (statistics.NOISY_SPREAD - 1)),
+            table(noise),
+        ]
     return page("PyTorch vs TensorFlow: how sure is each difference", "\n".join(body))
 
 

@@ -10,17 +10,27 @@ import json
 import os
 import shutil
 import sys
-from collections import namedtuple
+
+from duel.cell import contract
 
 from . import deployment
 from . import eras as era_envs
 from . import images
 
-Cell = namedtuple("Cell", "era device framework mode precision task model")
+Cell = contract.Cell
+# How a key of the cell's identity appears in its paths (default: the bare value).
+PATH_PARTS = {"replicate": "r{replicate}"}
 
-SHARD_PATTERN = (
-    "results/shards/{era}/{device}/{framework}/{mode}/{precision}/{task}/{model}.parquet"
-)
+
+def cell_pattern(root, extension):
+    """A per-cell path pattern, one folder level per identity key (contract.CELL_KEYS), e.g.
+    results/shards/{era}/.../{model}/r{replicate}.parquet; a Snakemake output pattern too."""
+    parts = [PATH_PARTS.get(key, "{%s}" % key) for key in contract.CELL_KEYS]
+    return "%s/%s.%s" % (root, "/".join(parts), extension)
+
+
+SHARD_PATTERN = cell_pattern("results/shards", "parquet")
+LOG_PATTERN = cell_pattern("results/logs/cells", "log")
 
 
 class PlanError(ValueError):
@@ -238,7 +248,8 @@ def plan_cells(config, checkout, apptainer_enabled=False):
         raise PlanError(str(error))
     check_runner(config, checkout, apptainer_enabled)
     return [
-        Cell(era, device, framework, mode, precision, task, model)
+        Cell(era, device, framework, mode, precision, task, model, replicate)
+        for replicate in range(1, config.get("replicates", 1) + 1)
         for era in config["eras"]
         for device in config["devices"]
         for framework in config["frameworks"]

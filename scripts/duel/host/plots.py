@@ -36,9 +36,9 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from . import scopes, statistics, summary  # noqa: E402
+from . import chart_kinds, scopes, statistics, summary  # noqa: E402
 
-KINDS = ("ratio", "frameworks", "length", "modes", "eras", "memory", "gflops", "deployment")
+KINDS = chart_kinds.KINDS
 FORMATS = ("png", "svg")
 STYLE = {
     "svg.fonttype": "none",  # text stays text in the SVG: searchable and editable
@@ -177,12 +177,13 @@ def _value(row, column):
 
 
 def _interval(row):
-    """(low, high) bootstrap interval of a point's reported figure, or None."""
-    samples = row["samples"] if row is not None else None
-    if row is None or row["status"] != "ok" or not hasattr(samples, "__len__") \
-            or len(samples) < statistics.MIN_SAMPLES:
+    """(low, high) bootstrap interval of a point's reported figure (hierarchical over its
+    replicates, statistics.py), or None."""
+    if row is None or row["status"] != "ok" or not row["n_samples"] \
+            or row["n_samples"] < statistics.MIN_SAMPLES:
         return None
-    return statistics.bootstrap_interval(samples, scopes.statistic_name(row["method"]))
+    return statistics.bootstrap_interval(row["replicate_samples"],
+                                         scopes.statistic_name(row["method"]))
 
 
 def _bar_positions(points):
@@ -198,8 +199,13 @@ def _bar_positions(points):
     return positions
 
 
-def _bar_figure(group, series, points, title, ylabel):
-    """A panel per model; a bar per series at each point, grouped by batch size then length."""
+def _bar_figure(group, series, points, title, ylabel, column="reported_ms", log_y=True,
+                threshold=None):
+    """A panel per model; a bar per series at each point, grouped by batch size then length.
+
+    ``column`` reported_ms: bars with the figure's interval as error bars, on a log axis;
+    another column: plain bars, with a dashed line at ``threshold`` if given.
+    """
     models = _models(group)
     positions = _bar_positions(points)
     width = 0.8 / max(1, len(series))
@@ -213,22 +219,24 @@ def _bar_figure(group, series, points, title, ylabel):
             for x, point in zip(positions, points):
                 row = by_point.get(point)
                 xs = x + (index - (len(series) - 1) / 2.0) * width
-                value = _value(row, "reported_ms")
+                value = _value(row, column)
                 if value is None:
                     if row is not None:  # a point this series was asked to run
                         _mark_gap(axis, xs, scopes.status_label(_status(row)), entry.colour,
                                   vertical=True)
                         gaps = True
                     continue
-                interval = _interval(row)
+                interval = _interval(row) if column == "reported_ms" else None
                 error = None
                 if interval:
                     error = [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]]
                 axis.bar(xs, value, width=width, color=entry.colour, yerr=error,
                          error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
                 plotted = True
-        if plotted:
+        if plotted and log_y:
             _plain_log_axis(axis)
+        if threshold is not None:
+            axis.axhline(threshold, color="black", linewidth=0.8, linestyle="--")
         axis.set_xticks(positions)
         axis.set_xticklabels(points, rotation=90 if len(points) > 8 else 0)
         axis.set_xlim(positions[0] - 0.6, positions[-1] + 0.6)  # gap marks at the ends too
@@ -314,8 +322,9 @@ def frameworks_charts(frame):
                          group[(group["framework"] == framework) & (group["mode"] == mode)],
                          None, None)
                   for framework, mode in _series_keys(group)]
-        title = ("PyTorch vs TensorFlow: time per call (error bars: %d%% bootstrap interval)\n%s"
-                 % (round(statistics.CONFIDENCE * 100), scopes.describe(group, values)))
+        title = ("PyTorch vs TensorFlow: time per call (error bars: %d%% bootstrap interval, %s)"
+                 "\n%s" % (round(statistics.CONFIDENCE * 100), scopes.interval_label(group),
+                           scopes.describe(group, values)))
         ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
         yield scopes.file_stem(values), _bar_figure(group, series, points, title, ylabel)
 
@@ -409,6 +418,31 @@ def gflops_charts(frame):
             "achieved GFLOP/s")
 
 
+def noise_charts(frame):
+    """Where the machine was unstable: each point's spread between its processes."""
+    for values, group in _by_scope(frame):
+        if group["replicates"].max() < 2:
+            continue
+        group = group.copy()
+        group["spread_percent"] = [None if spread is None or spread != spread
+                                   else 100.0 * (float(spread) - 1.0)
+                                   for spread in group["replicate_spread"]]
+        points = summary.point_order(group)
+        series = [Series(scopes.series_label(framework, mode), _colour(framework, mode),
+                         group[(group["framework"] == framework) & (group["mode"] == mode)],
+                         None, None)
+                  for framework, mode in _series_keys(group)]
+        title = ("Spread between processes: slowest / fastest replicate's %s, minus 1 (%%); "
+                 "dashed: %d%%, above it a point is marked noisy\n%s" % (
+                     scopes.statistic_name(values[-1]),
+                     round(100 * (statistics.NOISY_SPREAD - 1)),
+                     scopes.describe(group, values)))
+        yield scopes.file_stem(values), _bar_figure(
+            group, series, points, title, "spread between replicates (%)",
+            column="spread_percent", log_y=False,
+            threshold=100 * (statistics.NOISY_SPREAD - 1))
+
+
 def deployment_charts(frame):
     """Time per call of the deployment modes and their Python counterparts, per model and
     point: what Python costs (a framework's bars), PyTorch vs TensorFlow deployed (the darkest
@@ -427,8 +461,9 @@ def deployment_charts(frame):
                          None, None)
                   for framework, mode in order if (framework, mode) in present]
         title = ("Deployed: the same graph in Python and in C/C++ (jitcpp: libtorch; savedcpp: "
-                 "TensorFlow C API), error bars: %d%% bootstrap interval\n%s"
-                 % (round(statistics.CONFIDENCE * 100), scopes.describe(group, values)))
+                 "TensorFlow C API), error bars: %d%% bootstrap interval, %s\n%s"
+                 % (round(statistics.CONFIDENCE * 100), scopes.interval_label(group),
+                    scopes.describe(group, values)))
         ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
         yield scopes.file_stem(values), _bar_figure(group, series, summary.point_order(group),
                                                     title, ylabel)
@@ -496,8 +531,10 @@ def ratio_charts(frame, ratios):
         colourbar.set_ticklabels(["%g" % tick for tick in ticks])
         colourbar.set_label("PyTorch time / TensorFlow time\n(blue < 1: PyTorch faster)")
         title = ("Which framework is faster? PyTorch / TensorFlow time per point (ratio of %ss)\n"
-                 "bold: clear (the %d%% bootstrap interval excludes 1); '?': not clear\n%s" % (
+                 "bold: clear (the %d%% bootstrap interval, %s, excludes 1 and the ratio is "
+                 "beyond %s); '?': not clear\n%s" % (
                      scopes.statistic_name(values[-1]), round(statistics.CONFIDENCE * 100),
+                     scopes.interval_label(group), _effect_label(selected),
                      scopes.describe(group, values)))
         _title(figure, title, margin=0.3)
         if gaps:
@@ -505,7 +542,16 @@ def ratio_charts(frame, ratios):
         yield scopes.file_stem(values), figure
 
 
+def _effect_label(ratios):
+    effect = float(ratios["min_effect"].dropna().iloc[0]) if "min_effect" in ratios and \
+        ratios["min_effect"].notna().any() else statistics.MIN_EFFECT
+    return "%g%% either way" % (100 * effect)
+
+
 EMPTY = {
+    "noise": ("One process per cell", "This run has one replicate per cell (config key "
+              "replicates: 1): there is no spread between processes to show, and its intervals "
+              "see only the jitter inside one process."),
     "ratio": ("No PyTorch / TensorFlow pair", "This run has no point that both PyTorch and "
               "TensorFlow ran in the same scope: nothing to compare."),
     "modes": ("No graph mode", "This run has no framework with both its eager mode and a graph "
@@ -529,6 +575,7 @@ def charts(kind, frame, ratios):
         "eras": eras_charts,
         "memory": memory_charts,
         "gflops": gflops_charts,
+        "noise": noise_charts,
         "deployment": deployment_charts,
     }[kind](frame)
 

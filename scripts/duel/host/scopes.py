@@ -7,13 +7,12 @@ what every cell ran in then.
 """
 import pandas as pd
 
-from . import summary
+from . import replicates, summary
 
 DEFAULT_PRECISION = "fp32"
 SCOPE = ["era", "device", "precision", "task", "method"]
 SERIES = ["framework", "mode"]
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
-STATISTIC_NAMES = {"duel": "median", "hf2019": "mean"}
 # How a point that has no time is shown: skipped is the 2019 sheets' N/A.
 STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error"}
 
@@ -30,9 +29,7 @@ def prepared(frame):
     return frame
 
 
-def statistic_name(method):
-    """What a method reports per point: duel its median, hf2019 its mean (as 2019 did)."""
-    return STATISTIC_NAMES.get(method, "median")
+statistic_name = replicates.statistic_name
 
 
 def status_label(status):
@@ -65,9 +62,28 @@ def versions(group):
     return ", ".join(found)
 
 
+def replicates_label(group):
+    """'3 processes per point' (or '2-3 ...' where the cells differ) of a point table's rows."""
+    counts = group["replicates"].dropna().astype(int) if "replicates" in group else []
+    if not len(counts):
+        return "1 process per point"
+    low, high = int(counts.min()), int(counts.max())
+    return "%s process%s per point" % (low if low == high else "%d-%d" % (low, high),
+                                       "" if high == 1 else "es")
+
+
+def interval_label(group):
+    """What an interval of these rows saw: processes, or only the jitter inside one."""
+    if "replicates" in group and group["replicates"].min() >= 2:
+        return "over processes"
+    return "within one process only"
+
+
 def describe(group, values):
-    """One line naming a scope, its software and its hardware, for a chart's title."""
+    """One line naming a scope, its software, its hardware and the processes behind each
+    point, for a chart's title."""
     record = dict(zip(SCOPE, values))
-    return "era %s (%s), %s, %s %s, method %s (%s per call) | %s" % (
+    return "era %s (%s), %s, %s %s, method %s (%s per call) | %s | %s" % (
         record["era"], versions(group), record["device"], record["precision"], record["task"],
-        record["method"], statistic_name(record["method"]), summary.hardware(group))
+        record["method"], statistic_name(record["method"]), summary.hardware(group),
+        replicates_label(group))

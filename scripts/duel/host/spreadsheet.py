@@ -2,12 +2,16 @@
 
 Sheets:
 - ``about``: what each sheet holds, its unit, and how the values were computed.
-- ``long``: every contract column of every point (milliseconds; samples as JSON text).
+- ``long``: every contract column of every point of every replicate (milliseconds; samples
+  as JSON text).
 - one sheet per era x device x framework x mode x precision x task x method in the 2019
-  layout: a row per model, a column per point ``BxL`` (batch x length), seconds per call, N/A where not ok.
+  layout: a row per model, a column per point ``BxL`` (batch x length), seconds per call
+  pooled over the replicates (replicates.py), N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
-- ``statistics``: that ratio per point with its bootstrap confidence interval from the raw
-  samples, whether the difference is clear, and per pair of modes the count of clear wins.
+- ``statistics``: that ratio per point with its bootstrap confidence interval (hierarchical over
+  the replicates), whether the difference is clear, and per pair of modes the count of clear
+  wins.
+- ``noise``: each point's spread between its replicates (separate processes).
 - ``mode speed-up``: eager time / mode time per framework (> 1: the mode is faster).
 - ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time), with the
   hardware's nominal peak and the share of it (peaks.py).
@@ -17,7 +21,8 @@ Sheets:
   time and peak RSS.
 - ``historical 2019``: the published 2019 all-model averages beside the same aggregate of
   this run, each with the hardware it was measured on.
-- ``environment``: one row per cell: versions, CPU, threads, runner, commit, config hash.
+- ``environment``: one row per cell and replicate: versions, CPU, threads, runner, commit,
+  config hash.
 Values are written as the floats stored in the shards (seconds are ms / 1000, nothing rounded).
 """
 import contextlib
@@ -27,7 +32,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 import pandas as pd
 
-from . import comparisons, history, statistics, summary
+from . import comparisons, history, scopes, statistics, summary
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
@@ -100,11 +105,14 @@ def _write_table(sheet, group, points, column, number_format, scale=1.0):
     _widen_first_column(sheet)
 
 
-def _unit_note(method, task):
+def _unit_note(method, task, group):
     unit = "seconds per training step" if task == "training" else "seconds per call"
     if method == "hf2019":
-        return unit + ": mean of timeit.repeat(repeat, number) as in 2019"
-    return unit + ": median of the duel samples"
+        unit += (": mean of every timeit.repeat(repeat, number) sample of every replicate, as "
+                 "2019 aggregated")
+    else:
+        unit += ": median of the replicates' duel medians"
+    return "%s (%s)" % (unit, scopes.replicates_label(group))
 
 
 def write_long(workbook, frame):
@@ -122,7 +130,7 @@ def write_layouts(workbook, frame, points, taken):
     for values, group in frame.groupby(summary.TABLE_KEYS, sort=False):
         sheet = workbook.create_sheet(layout_sheet_name(*values, taken=taken))
         _append(sheet, [table_title(values, group)], bold=True)
-        _append(sheet, ["%s; %s" % (_unit_note(values[-1], values[-2]), summary.hardware(group))])
+        _append(sheet, ["%s; %s" % (_unit_note(values[-1], values[-2], group), summary.hardware(group))])
         _write_table(sheet, group, points, "reported_ms", SECONDS_FORMAT, scale=1000.0)
         for column, label in MEMORY_TABLES:
             if group[column].notna().any():
@@ -156,15 +164,10 @@ def write_ratios(workbook, frame, points):
         points, "(this run has no cell of both frameworks)")
 
 
-def write_statistics(workbook, frame):
+def write_statistics(workbook, frame, min_effect=statistics.MIN_EFFECT):
     sheet = workbook.create_sheet("statistics")
-    _append(sheet, ["PyTorch / TensorFlow ratio of each method's figure (duel: median, hf2019: "
-                    "mean) per point, with a %d%% percentile bootstrap confidence interval "
-                    "(%d resamples of each framework's raw samples, seed %d); clear: the "
-                    "interval excludes 1 (< 1: PyTorch faster). No interval with fewer than %d "
-                    "samples." % (round(statistics.CONFIDENCE * 100), statistics.RESAMPLES,
-                                  statistics.SEED, statistics.MIN_SAMPLES)], bold=True)
-    ratios = statistics.point_ratios(frame)
+    _append(sheet, [statistics.method_text(min_effect)], bold=True)
+    ratios = statistics.point_ratios(frame, min_effect=min_effect)
     if ratios.empty:
         _append(sheet, ["(this run has no point that both frameworks ran)"])
         return
@@ -173,6 +176,24 @@ def write_statistics(workbook, frame):
         _append(sheet, list(table.columns), bold=True)
         for row in table.itertuples(index=False):
             _append(sheet, row, number_format=RATIO_FORMAT)
+    _widen_first_column(sheet, 10)
+
+
+def write_noise(workbook, frame):
+    """Each point's spread between its processes; noisy points (> 10%) marked."""
+    sheet = workbook.create_sheet("noise")
+    _append(sheet, ["Spread between processes per point: replicate_figures holds each "
+                    "replicate's figure (ms; duel: median, hf2019: mean), replicate_spread the "
+                    "slowest / the fastest, replicate_cv their coefficient of variation; noisy: "
+                    "spread above %d%%. %s." % (round(100 * (statistics.NOISY_SPREAD - 1)),
+                                                scopes.replicates_label(frame))], bold=True)
+    table = statistics.noise_table(frame)
+    if table.empty or table["replicates"].max() < 2:
+        _append(sheet, ["(one replicate per cell: no spread between processes to show)"])
+        return
+    _append(sheet, list(table.columns), bold=True)
+    for row in table.itertuples(index=False):
+        _append(sheet, row, number_format=RATIO_FORMAT)
     _widen_first_column(sheet, 10)
 
 
@@ -296,11 +317,15 @@ def write_about(sheet, sheet_names):
     """The first sheet: what each sheet holds, and the list of sheets."""
     lines = [
         ["Duel summary: PyTorch vs TensorFlow transformer benchmarks"],
-        ["long", "every point, every contract column; times in milliseconds per call"],
+        ["long", "every point of every replicate, every contract column; times in "
+                 "milliseconds per call"],
         ["layout sheets", "2019 layout: a row per model, a column per batch x length; seconds "
-                          "per call (duel: median; hf2019: mean, as 2019); N/A: not ok"],
+                          "per call pooled over the replicates (duel: median of their medians; "
+                          "hf2019: mean of every sample, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
-        ["statistics", "that ratio with its bootstrap confidence interval; clear: it excludes 1"],
+        ["statistics", "that ratio with its bootstrap interval over the replicates; clear: it "
+                       "excludes 1 and the ratio is beyond the minimum effect"],
+        ["noise", "each point's spread between its replicates (separate processes)"],
         ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],
         ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "
                         "share of the hardware's nominal peak where known"],
@@ -309,7 +334,7 @@ def write_about(sheet, sheet_names):
                        "PyTorch / TensorFlow deployed, and load time, artifact size, export "
                        "time and peak RSS of each deployment mode"],
         ["historical 2019", "the 2019 published averages beside this run's, with hardware"],
-        ["environment", "what produced each cell's numbers"],
+        ["environment", "what produced each cell's numbers, per replicate"],
         [],
         ["sheets"] + list(sheet_names),
     ]
@@ -341,23 +366,24 @@ def exact_floats():
         openpyxl.cell._writer.safe_string = original
 
 
-def write_workbook(frame, path):
+def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT):
     """The whole spreadsheet for a merged frame (see the module docstring)."""
-    frame = summary.with_reported(frame)
+    long_frame, frame = frame, summary.with_reported(frame)  # every replicate; points
     points = summary.point_order(frame)
     workbook = Workbook()
     about = workbook.active
     about.title = "about"
-    write_long(workbook, frame)
+    write_long(workbook, long_frame)
     write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
-    write_statistics(workbook, frame)
+    write_statistics(workbook, frame, min_effect)
+    write_noise(workbook, frame)
     write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
     write_deployment(workbook, frame, points)
     write_historical(workbook, frame)
-    write_environment(workbook, frame)
+    write_environment(workbook, long_frame)
     write_about(about, workbook.sheetnames[1:])
     with exact_floats():
         workbook.save(path)

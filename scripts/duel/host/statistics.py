@@ -1,28 +1,38 @@
-"""How sure each comparison is: bootstrap confidence intervals from the raw samples.
+"""How sure each comparison is: bootstrap intervals that see the noise between processes.
 
 For every point that both frameworks ran in the same scope (era, device, precision, task,
-method) and on the same model and input, the PyTorch / TensorFlow ratio of the method's
-figure (duel: the median; hf2019: the mean, as 2019 reported it) gets a percentile bootstrap
-confidence interval: each framework's samples are resampled with replacement, independently,
-``RESAMPLES`` times; the statistic of each resample gives a ratio, and the interval is the
-central ``CONFIDENCE`` share of those ratios. The difference is *clear* when the interval
-excludes 1. The generator is seeded per point, so the same table gives the same intervals.
+method) and on the same model and input, the PyTorch / TensorFlow ratio of the method's pooled
+figure (replicates.py: duel, the median of the replicate medians; hf2019, the mean of every
+sample, as 2019 reported it) gets a percentile bootstrap interval.
 
-A point with fewer than ``MIN_SAMPLES`` samples on either side gets no interval (a bootstrap of
-one or two samples would claim a certainty it does not have); its ratio is still reported.
+With several replicates (separate processes) per cell the bootstrap is hierarchical: each
+resample draws the replicates with replacement, then each drawn replicate's samples with
+replacement, and pools them as the point figure does. The interval then carries the variation
+between processes, which on these machines is far larger than the jitter inside one process.
+With one replicate on either side only the within-process resampling is possible, and every
+table says so (``interval``).
+
+A difference is *clear* only when the interval excludes 1 AND the ratio is at least
+``min_effect`` away from 1 (beyond 1 + e, or below 1 / (1 + e); asv's factor). The generator
+is seeded, so the same table gives the same intervals. A point with fewer than ``MIN_SAMPLES``
+samples on a side gets no interval; its ratio is still reported.
 """
 import numpy as np
 import pandas as pd
 
-from . import history, scopes
+from . import history, replicates, scopes
 
 CONFIDENCE = 0.95
+MIN_EFFECT = 0.05  # config key min_effect
 RESAMPLES = 2000
 SEED = 20191015
 MIN_SAMPLES = 5
 CHUNK_VALUES = 4000000  # resampled values held at once (32 MB of float64)
 STATISTICS = {"median": np.median, "mean": np.mean}
 PAIR = ["era", "device", "precision", "task", "method", "mode_pt", "mode_tf"]
+NOISY_SPREAD = replicates.NOISY_SPREAD
+BETWEEN = "between processes"
+WITHIN = "within one process only"
 
 
 def _resampled(samples, statistic, resamples, rng):
@@ -43,35 +53,88 @@ def _interval(values, confidence):
     return float(low), float(high)
 
 
-def bootstrap_interval(samples, statistic="median", confidence=CONFIDENCE,
+def _as_replicates(series):
+    """A list of sample arrays, one per process: a flat series is one replicate."""
+    series = list(series)
+    if series and np.ndim(series[0]) == 0:
+        return [np.asarray(series, dtype=np.float64)]
+    return [np.asarray(samples, dtype=np.float64) for samples in series]
+
+
+def _pooled(figures, counts, statistic):
+    """The point figure from per-replicate figures (rows: resamples): the median of the
+    replicate medians, or the mean of all samples (replicate means weighted by their counts)."""
+    if statistic == "median":
+        return np.median(figures, axis=-1)
+    return np.sum(figures * counts, axis=-1) / np.sum(counts, axis=-1)
+
+
+def resampled_figure(series, statistic, resamples, rng):
+    """``resamples`` bootstrap values of a point's pooled figure.
+
+    ``series``: one replicate's samples, or a list of them. One replicate: its samples are
+    resampled. Several: the replicates are drawn with replacement, then each drawn replicate's
+    samples (hierarchical bootstrap), and the draws pooled as replicates.point_table does.
+    """
+    groups = _as_replicates(series)
+    function = STATISTICS[statistic]
+    if len(groups) == 1:
+        return _resampled(groups[0], function, resamples, rng)
+    count = len(groups)
+    chosen = rng.integers(0, count, size=(resamples, count))
+    sizes = np.array([group.size for group in groups], dtype=np.float64)
+    figures = np.empty((resamples, count))
+    for slot in range(count):  # an independent within-replicate resample for every slot
+        within = np.column_stack([_resampled(group, function, resamples, rng)
+                                  for group in groups])
+        figures[:, slot] = within[np.arange(resamples), chosen[:, slot]]
+    return _pooled(figures, sizes[chosen], statistic)
+
+
+def pooled_figure(series, statistic="median"):
+    """A point's figure from its replicates (the same pooling as the bootstrap)."""
+    groups = _as_replicates(series)
+    function = STATISTICS[statistic]
+    figures = np.array([function(group) for group in groups])
+    return float(_pooled(figures, np.array([group.size for group in groups]), statistic))
+
+
+def bootstrap_interval(series, statistic="median", confidence=CONFIDENCE,
                        resamples=RESAMPLES, seed=SEED):
-    """Percentile bootstrap interval of one series' statistic: (low, high)."""
+    """Percentile bootstrap interval of one point's figure: (low, high). ``series``: samples,
+    or a list of them per replicate (then hierarchical)."""
     rng = np.random.default_rng(seed)
-    return _interval(_resampled(samples, STATISTICS[statistic], resamples, rng), confidence)
+    return _interval(resampled_figure(series, statistic, resamples, rng), confidence)
 
 
 def bootstrap_ratio(numerator, denominator, statistic="median", confidence=CONFIDENCE,
                     resamples=RESAMPLES, seed=SEED):
-    """Percentile bootstrap interval of statistic(numerator) / statistic(denominator).
+    """Percentile bootstrap interval of figure(numerator) / figure(denominator): (low, high).
 
-    Both series are resampled independently (they were measured independently). Returns
-    (low, high).
+    Each side is samples or a list of samples per replicate; the sides are resampled
+    independently (they were measured independently), hierarchically where they have several
+    replicates.
     """
     rng = np.random.default_rng(seed)
-    function = STATISTICS[statistic]
-    top = _resampled(numerator, function, resamples, rng)
-    bottom = _resampled(denominator, function, resamples, rng)
+    top = resampled_figure(numerator, statistic, resamples, rng)
+    bottom = resampled_figure(denominator, statistic, resamples, rng)
     return _interval(top / bottom, confidence)
 
 
-def is_clear(low, high):
-    """Whether an interval of a ratio excludes 1 (the two figures clearly differ)."""
-    return low > 1.0 or high < 1.0
+def interval_kind(replicates_a, replicates_b):
+    """'between processes' when both sides have several replicates, else 'within one process
+    only' (the interval then misses what differs between processes)."""
+    return BETWEEN if min(replicates_a, replicates_b) >= 2 else WITHIN
 
 
-def _count(samples):
-    """How many samples a point has (none where it did not run)."""
-    return len(samples) if hasattr(samples, "__len__") else 0
+def is_clear(low, high, ratio=None, min_effect=0.0):
+    """Whether a ratio clearly differs from 1: its interval excludes 1 and (with ``ratio``) it
+    lies beyond 1 + min_effect or below 1 / (1 + min_effect)."""
+    if not (low > 1.0 or high < 1.0):
+        return False
+    if ratio is None:
+        return True
+    return ratio > 1.0 + min_effect or ratio < 1.0 / (1.0 + min_effect)
 
 
 def _not_ok(status, framework):
@@ -80,7 +143,17 @@ def _not_ok(status, framework):
     return "%s %s" % (scopes.FRAMEWORK_NAMES[framework], scopes.status_label(status))
 
 
-def _judge(row, confidence, resamples, seed):
+def verdict(ratio, low, high, min_effect, faster_below, faster_above):
+    """(clear, verdict) of a ratio and its interval: ``faster_below`` names the side that is
+    faster when the ratio is clearly below 1, ``faster_above`` when clearly above."""
+    if is_clear(low, high, ratio, min_effect):
+        return "yes", faster_below if ratio < 1.0 else faster_above
+    if is_clear(low, high):
+        return "no", "no clear difference (within %g%%)" % (100.0 * min_effect)
+    return "no", "no clear difference"
+
+
+def _judge(row, confidence, resamples, seed, min_effect):
     """The ratio, interval, clear flag and verdict of one paired point."""
     record = {"ratio": None, "ci_low": None, "ci_high": None, "clear": None}
     missing = [text for text in (_not_ok(row["status_pt"], "pytorch"),
@@ -92,44 +165,52 @@ def _judge(row, confidence, resamples, seed):
     if min(row["n_pt"], row["n_tf"]) < MIN_SAMPLES:
         record["verdict"] = "too few samples for an interval (fewer than %d)" % MIN_SAMPLES
         return record
-    low, high = bootstrap_ratio(row["samples_pt"], row["samples_tf"], row["statistic"],
-                                confidence, resamples, seed)
-    record.update(ci_low=low, ci_high=high, clear="yes" if is_clear(low, high) else "no")
-    if record["clear"] == "no":
-        record["verdict"] = "no clear difference"
-    else:
-        record["verdict"] = "PyTorch faster" if high < 1.0 else "TensorFlow faster"
+    low, high = bootstrap_ratio(row["replicate_samples_pt"], row["replicate_samples_tf"],
+                                row["statistic"], confidence, resamples, seed)
+    clear, text = verdict(record["ratio"], low, high, min_effect,
+                          "PyTorch faster", "TensorFlow faster")
+    record.update(ci_low=low, ci_high=high, clear=clear, verdict=text)
     return record
 
 
-def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED):
+RATIO_COLUMNS = PAIR + [
+    "model", "batch_size", "seq_len", "point", "statistic", "pytorch_ms", "tensorflow_ms",
+    "replicates_pt", "replicates_tf", "n_pt", "n_tf", "ratio", "ci_low", "ci_high", "interval",
+    "min_effect", "clear", "verdict"]
+
+
+def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
+                 min_effect=MIN_EFFECT):
     """One row per paired point and pair of modes: both figures, ratio, interval, verdict.
 
-    Columns: era, device, precision, task, method, mode_pt, mode_tf, model, batch_size,
-    seq_len, point, statistic, pytorch_ms, tensorflow_ms, n_pt, n_tf, ratio, ci_low, ci_high,
-    clear ('yes', 'no', or empty where no interval could be made), verdict.
+    Columns (RATIO_COLUMNS): the pair's scope and modes, the point, ``statistic``, both
+    figures, the replicates (processes) and samples behind each, ``ratio``, ``ci_low``,
+    ``ci_high``, ``interval`` (between processes, or within one process only), ``min_effect``,
+    ``clear`` ('yes', 'no', or empty where no interval could be made) and ``verdict``.
     """
     frame = scopes.prepared(frame)
     keys = ["era", "device", "precision", "task", "method", "model", "batch_size", "seq_len",
             "point"]
-    wanted = keys + ["mode", "status", "samples", "reported_ms"]
+    wanted = keys + ["mode", "status", "replicate_samples", "replicates", "n_samples",
+                     "reported_ms"]
     pytorch = frame[frame["framework"] == "pytorch"][wanted]
     tensorflow = frame[frame["framework"] == "tensorflow"][wanted]
     merged = pytorch.merge(tensorflow, on=keys, suffixes=("_pt", "_tf"))
-    columns = PAIR + ["model", "batch_size", "seq_len", "point", "statistic", "pytorch_ms",
-                      "tensorflow_ms", "n_pt", "n_tf", "ratio", "ci_low", "ci_high", "clear",
-                      "verdict"]
     if merged.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=RATIO_COLUMNS)
     merged["statistic"] = [scopes.statistic_name(method) for method in merged["method"]]
-    merged["n_pt"] = [_count(samples) for samples in merged["samples_pt"]]
-    merged["n_tf"] = [_count(samples) for samples in merged["samples_tf"]]
-    judged = [_judge(row, confidence, resamples, seed) for _, row in merged.iterrows()]
+    merged["n_pt"] = merged["n_samples_pt"].fillna(0).astype(int)
+    merged["n_tf"] = merged["n_samples_tf"].fillna(0).astype(int)
+    merged["interval"] = [interval_kind(a, b) for a, b in
+                          zip(merged["replicates_pt"], merged["replicates_tf"])]
+    merged["min_effect"] = min_effect
+    judged = [_judge(row, confidence, resamples, seed, min_effect)
+              for _, row in merged.iterrows()]
     for name in ("ratio", "ci_low", "ci_high", "clear", "verdict"):
         merged[name] = [record[name] for record in judged]
     merged["pytorch_ms"] = merged["reported_ms_pt"]
     merged["tensorflow_ms"] = merged["reported_ms_tf"]
-    blocks = [group for _, group in merged[columns].groupby(PAIR, sort=False)]
+    blocks = [group for _, group in merged[RATIO_COLUMNS].groupby(PAIR, sort=False)]
     return pd.concat(blocks, ignore_index=True)  # one block per pair, models as they ran
 
 
@@ -144,6 +225,8 @@ def pair_summary(ratios):
         compared = group.dropna(subset=["ratio"])
         record = dict(zip(PAIR, values))
         record.update(
+            replicates=int(min(group["replicates_pt"].min(), group["replicates_tf"].min())),
+            interval=WITHIN if (group["interval"] == WITHIN).any() else BETWEEN,
             points=int(len(group)),
             compared=int(len(compared)),
             pytorch_clearly_faster=int((group["verdict"] == "PyTorch faster").sum()),
@@ -154,8 +237,37 @@ def pair_summary(ratios):
         )
         rows.append(record)
     return pd.DataFrame(rows, columns=PAIR + [
-        "points", "compared", "pytorch_clearly_faster", "tensorflow_clearly_faster", "not_clear",
+        "replicates", "interval", "points", "compared", "pytorch_clearly_faster", "tensorflow_clearly_faster", "not_clear",
         "geomean_ratio"])
+
+
+def method_text(min_effect=MIN_EFFECT):
+    """How the ratios and verdicts are made, in one paragraph (the sheet and the page)."""
+    return (
+        "PyTorch / TensorFlow ratio of each method's figure per point (duel: the median of the "
+        "replicates' medians; hf2019: the mean of every sample, as 2019); < 1: PyTorch faster. "
+        "Interval: %d%% percentile bootstrap, %d resamples, seed %d, hierarchical over the "
+        "replicates (separate processes: drawn with replacement, then their samples) where both "
+        "sides have several, else within one process only (column interval). Clear: the "
+        "interval excludes 1 and the ratio lies beyond %g%% either way (min_effect). No interval "
+        "with fewer than %d samples." % (round(CONFIDENCE * 100), RESAMPLES, SEED,
+                                          100 * min_effect, MIN_SAMPLES))
+
+
+NOISE_COLUMNS = scopes.SCOPE + ["framework", "mode", "model", "batch_size", "seq_len", "point",
+                                "replicates", "replicate_figures", "replicate_spread",
+                                "replicate_cv", "noisy"]
+
+
+def noise_table(frame):
+    """Per point, how much its processes differed: each replicate's figure (ms), max / min of
+    them (``replicate_spread``), their coefficient of variation, and ``noisy`` beyond 10%."""
+    table = scopes.prepared(frame)
+    table = table[table["status"] == "ok"][NOISE_COLUMNS].copy()
+    table["replicate_figures"] = [
+        ", ".join("%.4g" % value for value in figures) if figures is not None else None
+        for figures in table["replicate_figures"]]
+    return table.reset_index(drop=True)
 
 
 def headline(frame):

@@ -14,12 +14,13 @@ import pyarrow.parquet as pq
 from duel.cell import contract
 
 from . import peaks as peaks_module
+from . import replicates
 
 IDENTITY = [name for name, _ in contract.IDENTITY]
-CELL_KEYS = ["era", "device", "framework", "mode", "precision", "task", "model"]
+CELL_KEYS = list(contract.CELL_KEYS)
 # The keys of one table of results: a cell without its model, plus the timing method.
 TABLE_KEYS = ["era", "device", "framework", "mode", "precision", "task", "method"]
-MIGRATED_DEFAULTS = {"precision": "fp32"}
+MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1}
 ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
 
 
@@ -55,23 +56,25 @@ def hardware(group):
 
 
 def reported_ms(row):
-    """The figure a method reports for a point: hf2019 its mean (as 2019 did), duel its median."""
+    """The figure a method reports for a point: hf2019 its mean (as 2019 did), duel its median
+    (of a point table: the pooled figures of replicates.py)."""
     if row["status"] != "ok":
         return None
-    return row["mean"] if row["method"] == "hf2019" else row["median"]
+    return row[replicates.statistic_name(row["method"])]
 
 
 def with_reported(frame):
-    """The frame plus ``reported_ms`` (see reported_ms), ``point`` ('BxL', e.g. '2x128'), and
-    the hardware's nominal ``peak_gflops`` (with ``peak_source``, see peaks.py) and
-    ``percent_of_peak`` (achieved GFLOP/s as a share of it).
+    """The point table of a merged frame (replicates combined: replicates.point_table) plus
+    ``reported_ms`` (see reported_ms), ``point`` ('BxL', e.g. '2x128'), and the hardware's
+    nominal ``peak_gflops`` (with ``peak_source``, see peaks.py) and ``percent_of_peak``
+    (achieved GFLOP/s as a share of it). Every report reads its numbers through this.
 
     A frame that has them already is returned as it is: the spreadsheet derives them once and
     hands that frame on to the history tables.
     """
     if "reported_ms" in frame.columns and "point" in frame.columns:
         return frame
-    frame = frame.copy()
+    frame = replicates.point_table(frame)
     frame["reported_ms"] = [reported_ms(row) for _, row in frame.iterrows()]
     frame["point"] = [
         "%dx%d" % (batch, length) for batch, length in zip(frame["batch_size"], frame["seq_len"])

@@ -35,6 +35,7 @@ class PyTorchAdapter(Adapter):
     def __init__(self, mode, device, precision, threads, task="inference"):
         super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task)
         torch.set_num_threads(threads)
+        compat.set_interop_threads(torch, threads)
         self._compiled = None
         self._half = precision == "fp16" and not HAS_AUTOCAST  # 2019's --fp16
 

@@ -1,0 +1,165 @@
+#!/usr/bin/env python
+"""A/A experiment: the same grid run twice, as two separate runs on one machine; do they agree?
+
+A verdict is evidence only if it survives a rerun in fresh processes. This runs the workflow
+twice from the same checkout and config into two folders (``--output DIR/run-a``, ``run-b``),
+then reports, from the two merged tables alone:
+
+- per point, run B's figure / run A's (the method's pooled figure, replicates.py), summarised
+  as the range and the share of points beyond 5%;
+- the PyTorch/TensorFlow verdicts (statistics.point_ratios) of both runs: the share of points
+  whose verdict agrees (the same clear winner, or unclear in both), and the points that are
+  clear in opposite directions (the failure a verdict must never have);
+- the canary (conditions.canary_ms): whether normalising each replicate's figure by the canary
+  measured around its points, or leaving out points whose canary moved by more than 10%,
+  narrows the A/A spread (it is kept in the method only if it does).
+
+    .venv/bin/python benchmarks/aa.py --output /tmp/aa            # default grid, twice
+    .venv/bin/python benchmarks/aa.py --output /tmp/aa --config 'replicates=1'
+    .venv/bin/python benchmarks/aa.py --analyse /tmp/aa/run-a /tmp/aa/run-b   # no new runs
+
+Each run's wall time and the load average around it are recorded: the default run's time is
+the README's set-up figure. Writes ``aa.json`` in the output folder and prints a summary.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKOUT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
+
+from duel.host import replicates, statistics, summary  # noqa: E402
+
+IDENTITY = replicates.POINT_IDENTITY
+CANARY_MOVED = 1.10
+
+
+def run_workflow(folder, extra_config, configfile):
+    """One real run of the workflow into ``folder``; returns wall seconds and load averages."""
+    os.makedirs(folder, exist_ok=True)
+    command = [sys.executable, "-m", "snakemake", "-s", os.path.join(CHECKOUT, "Snakefile"),
+               "--directory", folder, "--cores", "all"]
+    if configfile:
+        command += ["--configfile", configfile]
+    if extra_config:
+        command += ["--config"] + list(extra_config)
+    load_before = os.getloadavg()
+    started = time.time()
+    with open(os.path.join(folder, "snakemake.log"), "w") as log:
+        subprocess.run(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, check=True)
+    return {"wall_s": time.time() - started, "load_before": load_before,
+            "load_after": os.getloadavg()}
+
+
+def read_run(folder):
+    return pd.read_parquet(os.path.join(folder, "results", "summary.parquet"))
+
+
+def canary_figures(long_frame):
+    """Per point, each ok replicate's figure divided by its canary (the mean of before/after),
+    pooled like the figure, and whether any replicate's canary moved by more than 10%."""
+    rows = []
+    ok = long_frame[long_frame["status"] == "ok"]
+    for keys, group in ok.groupby(IDENTITY, sort=False, dropna=False):
+        statistic = replicates.statistic_name(group["method"].iloc[0])
+        canary = (group["canary_before_ms"] + group["canary_after_ms"]) / 2.0
+        moved = np.maximum(group["canary_before_ms"], group["canary_after_ms"]) / np.minimum(
+            group["canary_before_ms"], group["canary_after_ms"])
+        normalised = group[statistic].astype(float) / canary.astype(float)
+        pooled = float(np.median(normalised)) if statistic == "median" else float(
+            np.average(normalised, weights=group["n_samples"]))
+        record = dict(zip(IDENTITY, keys))
+        record.update(normalised=pooled, canary_moved=bool((moved > CANARY_MOVED).any()))
+        rows.append(record)
+    return pd.DataFrame(rows)
+
+
+def spread(ratios):
+    ratios = np.asarray([value for value in ratios if value == value], dtype=float)
+    if not ratios.size:
+        return {}
+    deviation = np.abs(np.log(ratios))
+    return {"points": int(ratios.size), "min": float(ratios.min()), "max": float(ratios.max()),
+            "median_abs_change": float(np.exp(np.median(deviation)) - 1),
+            "share_beyond_5pct": float(np.mean(deviation > np.log(1.05)))}
+
+
+def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
+    long_a, long_b = read_run(folder_a), read_run(folder_b)
+    a, b = summary.with_reported(long_a), summary.with_reported(long_b)
+    keys = IDENTITY
+    points = a[keys + ["reported_ms", "replicates"]].merge(
+        b[keys + ["reported_ms"]], on=keys, suffixes=("_a", "_b"))
+    points["ratio"] = points["reported_ms_b"] / points["reported_ms_a"]
+    result = {"replicates": int(a["replicates"].min()), "figures": spread(points["ratio"])}
+
+    if {"canary_before_ms", "canary_after_ms"} <= set(long_a.columns) and \
+            long_a["canary_before_ms"].notna().any():
+        canary = canary_figures(long_a).merge(canary_figures(long_b), on=keys,
+                                              suffixes=("_a", "_b"))
+        canary["ratio"] = canary["normalised_b"] / canary["normalised_a"]
+        steady = canary[~(canary["canary_moved_a"] | canary["canary_moved_b"])]
+        steady = steady.merge(points[keys + ["ratio"]], on=keys, suffixes=("_norm", ""))
+        result["canary"] = {"normalised": spread(canary["ratio"]),
+                            "steady_points_only": spread(steady["ratio"]),
+                            "points_with_canary_moved": int(len(canary) - len(steady))}
+
+    ratios_a = statistics.point_ratios(a, min_effect=min_effect)
+    ratios_b = statistics.point_ratios(b, min_effect=min_effect)
+    pair = statistics.PAIR + ["model", "batch_size", "seq_len"]
+    verdicts = ratios_a[pair + ["ratio", "verdict", "clear"]].merge(
+        ratios_b[pair + ["ratio", "verdict", "clear"]], on=pair, suffixes=("_a", "_b"))
+    compared = verdicts[verdicts["clear_a"].notna() & verdicts["clear_b"].notna()]
+    winners = lambda column: [text if text in ("PyTorch faster", "TensorFlow faster") else
+                              "unclear" for text in compared[column]]
+    agree = [x == y for x, y in zip(winners("verdict_a"), winners("verdict_b"))]
+    opposite = [(x, y) for x, y in zip(winners("verdict_a"), winners("verdict_b"))
+                if "unclear" not in (x, y) and x != y]
+    result["verdicts"] = {
+        "compared": int(len(compared)), "agree": int(sum(agree)),
+        "agree_share": float(np.mean(agree)) if agree else None,
+        "clear_in_opposite_directions": len(opposite),
+        "clear_a": int((compared["clear_a"] == "yes").sum()),
+        "clear_b": int((compared["clear_b"] == "yes").sum()),
+        "pt_tf_ratio_b_over_a": spread(compared["ratio_b"] / compared["ratio_a"]),
+    }
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", help="folder for run-a, run-b and aa.json")
+    parser.add_argument("--configfile", help="a config file merged over config/config.yaml")
+    parser.add_argument("--config", nargs="*", default=[], help="key=value overrides")
+    parser.add_argument("--analyse", nargs=2, metavar=("RUN_A", "RUN_B"),
+                        help="analyse two finished run folders instead of running")
+    args = parser.parse_args(argv)
+    if args.analyse:
+        folder_a, folder_b = args.analyse
+        runs = {}
+        output = os.path.dirname(os.path.abspath(folder_a))
+    else:
+        if not args.output:
+            parser.error("--output is required unless --analyse is given")
+        folder_a, folder_b = (os.path.join(args.output, name) for name in ("run-a", "run-b"))
+        runs = {"a": run_workflow(folder_a, args.config, args.configfile)}
+        runs["b"] = run_workflow(folder_b, args.config, args.configfile)
+        output = args.output
+    result = analyse(folder_a, folder_b)
+    result["runs"] = runs
+    result["cpu"] = read_run(folder_a)["cpu_model"].iloc[0]
+    with open(os.path.join(output, "aa.json"), "w") as handle:
+        json.dump(result, handle, indent=2)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

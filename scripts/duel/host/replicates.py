@@ -1,0 +1,172 @@
+"""One row per point: the replicates of a point (separate processes of one cell) combined.
+
+Every report reads this table (through ``summary.with_reported``), so none of them can keep
+"the last replicate" by accident; the spreadsheet's ``long`` sheet and ``summary.parquet`` keep
+every replicate's row.
+
+Per point:
+- ``replicates``: how many processes ran it; ``replicate_samples``: each one's raw samples
+  (a list per replicate, for the hierarchical bootstrap in statistics.py);
+  ``replicate_figures``: each one's figure (duel: its median; hf2019: its mean).
+- The pooled figure: duel, ``median`` = the median of the replicate medians (a slow process
+  counts once, however many samples it took); hf2019, ``mean`` = the mean over every sample of
+  every replicate (the replicates' 2019 means weighted by their sample counts), as the 2019
+  script aggregated its repeats. ``samples`` holds all samples; std, min, max and p90 are
+  theirs.
+- The spread between processes: ``replicate_spread`` = max / min of the replicate figures
+  (1.0 = identical), ``replicate_cv`` their coefficient of variation (ddof=1); both empty with
+  one replicate. ``noisy`` marks a spread beyond NOISY_SPREAD.
+- ``status``: ``ok`` only when every replicate is; otherwise the worst status seen, with the
+  message of the first replicate that had it ("replicate 2: ..."). Peak memory is the largest
+  of the replicates; the environment columns keep a single value when the replicates agree and
+  list the distinct values ("; ") where they differ (e.g. different SLURM nodes).
+"""
+import numpy as np
+import pandas as pd
+
+from duel.cell import contract
+
+POINT_IDENTITY = [name for name, _ in contract.IDENTITY if name != "replicate"]
+NOISY_SPREAD = 1.10  # a point whose replicates differ by more than 10% is marked noisy
+STATUS_SEVERITY = ["error", "oom", "skipped", "ok"]  # the first present wins
+STATISTIC_OF_METHOD = {"hf2019": "mean"}  # every other method reports the median
+LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff")
+MEDIAN_OF = ("point_wall_s", "setup_s", "first_call_ms")
+SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")
+ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spread",
+         "replicate_cv", "noisy"]
+
+
+def statistic_name(method):
+    """What a method reports per point: hf2019 its mean (as 2019 did), duel its median."""
+    return STATISTIC_OF_METHOD.get(method, "median")
+
+
+def is_point_table(frame):
+    return "replicates" in frame.columns
+
+
+def _figure(samples, statistic):
+    values = np.asarray(samples, dtype=np.float64)
+    return float(np.median(values) if statistic == "median" else np.mean(values))
+
+
+def _worst(group):
+    """(status, message) of a point from its replicates' rows."""
+    statuses = list(group["status"])
+    for status in STATUS_SEVERITY:
+        if status in statuses:
+            break
+    if status == "ok":
+        return "ok", None
+    first = group[group["status"] == status].iloc[0]
+    messages = set(group.loc[group["status"] == status, "message"].dropna())
+    message = first["message"]
+    if len(group) > 1 and (len(messages) > 1 or statuses.count(status) < len(statuses)):
+        message = "replicate %s: %s" % (first["replicate"], message)
+    return status, message
+
+
+def _agreed(values):
+    """One value when all agree; the distinct values joined with '; ' (text) where they differ."""
+    present = [value for value in values if value is not None and not pd.isna(value)]
+    distinct = list(dict.fromkeys(present))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else None
+    if all(isinstance(value, str) for value in distinct):
+        return "; ".join(distinct)
+    return distinct[0]
+
+
+def _timing(ok, statistic):
+    """The timing columns of a point from its ok replicates' rows (sorted by replicate).
+
+    Each replicate's own stored figures are used as they are (hf2019's mean is the 2019 script's
+    sum / repeat / number), so a single replicate keeps every number of its row exactly.
+    """
+    if len(ok) == 1:
+        row = ok.iloc[0]
+        columns = dict((name, row[name]) for name in SAMPLE_STATISTICS)
+        columns["samples"] = [float(value) for value in row["samples"]]
+        columns["replicate_samples"] = [columns["samples"]]
+        columns["replicate_figures"] = [float(row[statistic])]
+        return columns
+    per_replicate = [np.asarray(samples, dtype=np.float64) for samples in ok["samples"]]
+    figures = [float(value) for value in ok[statistic]]
+    counts = np.array([samples.size for samples in per_replicate], dtype=np.float64)
+    pooled = np.concatenate(per_replicate)
+    columns = {
+        "replicate_samples": [[float(value) for value in samples] for samples in per_replicate],
+        "replicate_figures": figures,
+        "samples": [float(value) for value in pooled],
+        "n_samples": int(pooled.size),
+        "mean": float(np.sum(ok["mean"].astype(float).values * counts) / counts.sum()),
+        "median": float(np.median(ok["median"].astype(float).values)),
+        "std": float(np.std(pooled, ddof=1)) if pooled.size > 1 else 0.0,
+        "min": float(pooled.min()),
+        "max": float(pooled.max()),
+        "p90": float(np.percentile(pooled, 90)),
+    }
+    if min(figures) > 0:
+        columns["replicate_spread"] = max(figures) / min(figures)
+        columns["replicate_cv"] = float(np.std(figures, ddof=1) / np.mean(figures))
+        columns["noisy"] = bool(columns["replicate_spread"] > NOISY_SPREAD)
+    return columns
+
+
+def _point(group, columns):
+    group = group.sort_values("replicate")
+    record = dict((name, None if name == "samples" else _agreed(group[name]))
+                  for name in columns)
+    record["replicates"] = int(len(group))
+    record.update(replicate_samples=None, replicate_figures=None, replicate_spread=None,
+                  replicate_cv=None, noisy=None)
+    status, message = _worst(group)
+    record["status"], record["message"] = status, message
+    for name in LARGEST:
+        if name in group:
+            values = group[name].dropna()
+            record[name] = float(values.max()) if len(values) else None
+    for name in MEDIAN_OF:
+        if name in group:
+            values = group[name].dropna()
+            record[name] = float(values.median()) if len(values) else None
+    if status == "ok":
+        statistic = statistic_name(record["method"])
+        record.update(_timing(group, statistic))
+        flops = record.get("flops")
+        if len(group) > 1:  # of the pooled figure (one replicate keeps its own)
+            record["achieved_gflops"] = (flops / (record[statistic] / 1000.0) / 1e9
+                                         if flops and record[statistic] else None)
+    else:  # no pooled time for a point that failed in any process (the long sheet keeps all)
+        for name in ("samples", "n_samples", "mean", "median", "std", "min", "max", "p90",
+                     "achieved_gflops"):
+            if name in record:
+                record[name] = None
+    return record
+
+
+def point_table(frame):
+    """The merged (long) frame with the replicates of each point combined into one row.
+
+    A frame without ``replicate`` (a summary written before replicates existed) is one process
+    per cell: replicate 1. A frame that is already a point table is returned as it is. The rows
+    keep the order in which points first appear (the workflow's cell order).
+    """
+    if is_point_table(frame):
+        return frame
+    frame = frame.copy()
+    if "replicate" not in frame.columns:
+        frame["replicate"] = 1
+    frame["replicate"] = frame["replicate"].fillna(1).astype("int64")
+    keys = [key for key in POINT_IDENTITY if key in frame.columns]
+    columns = [name for name in frame.columns if name != "replicate"]
+    records = [_point(group, columns)
+               for _, group in frame.groupby(keys, sort=False, dropna=False)]
+    table = pd.DataFrame.from_records(records, columns=columns + ADDED)
+    for name in columns:  # keep the long frame's dtypes where the values allow it
+        try:
+            table[name] = table[name].astype(frame[name].dtype)
+        except (TypeError, ValueError):
+            pass
+    return table

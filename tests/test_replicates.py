@@ -1,0 +1,221 @@
+"""Replicates: the point table that combines them, and intervals that see between-process noise.
+
+Known answers on synthetic replicates: a shift between processes that a within-process
+bootstrap calls clear is not clear over processes; a real 20% difference still is.
+"""
+import os
+
+import numpy as np
+import openpyxl
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from duel.cell import contract, shard
+from duel.host import plan, replicates, statistics, summary
+
+
+def process(median, size, seed, jitter=0.02):
+    """One process's samples: log-normal jitter around that process's own median."""
+    return median * np.exp(jitter * np.random.default_rng(seed).standard_normal(size))
+
+
+def processes(medians, size=40, seed=0):
+    return [process(median, size, seed * 100 + index) for index, median in enumerate(medians)]
+
+
+def test_a_shift_between_processes_is_clear_within_one_process_but_not_over_processes():
+    # PyTorch's three processes landed at 1.00, 1.12 and 0.92 (the machine's state), TensorFlow
+    # at 0.97, 1.08, 1.01: no real difference. One process each looks clear...
+    pytorch, tensorflow = processes([1.00, 1.12, 0.92], seed=1), processes([0.97, 1.08, 1.01],
+                                                                           seed=2)
+    low, high = statistics.bootstrap_ratio(pytorch[1], tensorflow[0])
+    assert statistics.is_clear(low, high, (low + high) / 2, 0.05)
+    # ... the same data over processes is not.
+    low, high = statistics.bootstrap_ratio(pytorch, tensorflow)
+    ratio = statistics.pooled_figure(pytorch) / statistics.pooled_figure(tensorflow)
+    assert low < 1.0 < high and not statistics.is_clear(low, high, ratio, 0.05)
+
+
+def test_a_real_twenty_percent_difference_stays_clear_over_processes():
+    pytorch = processes([1.20, 1.23, 1.18], seed=3)
+    tensorflow = processes([1.00, 1.02, 0.99], seed=4)
+    low, high = statistics.bootstrap_ratio(pytorch, tensorflow)
+    ratio = statistics.pooled_figure(pytorch) / statistics.pooled_figure(tensorflow)
+    assert 1.1 < low < ratio < high < 1.35
+    assert statistics.verdict(ratio, low, high, 0.05, "PyTorch faster", "TensorFlow faster") == \
+        ("yes", "TensorFlow faster")
+
+
+def test_a_difference_below_the_minimum_effect_is_not_clear_even_with_a_tight_interval():
+    pytorch = [process(1.03, 400, 5, jitter=0.001)]
+    tensorflow = [process(1.00, 400, 6, jitter=0.001)]
+    low, high = statistics.bootstrap_ratio(pytorch, tensorflow)
+    assert low > 1.0  # the interval alone would call it
+    clear, text = statistics.verdict(1.03, low, high, 0.05, "PyTorch faster", "TensorFlow faster")
+    assert clear == "no" and "within 5%" in text
+    assert statistics.verdict(1.03, low, high, 0.02, "a", "b") == ("yes", "b")
+
+
+def test_pooled_figures_median_of_medians_and_mean_of_all_samples():
+    groups = [[1.0, 2.0, 3.0], [10.0, 10.0, 10.0, 10.0], [4.0]]
+    assert statistics.pooled_figure(groups, "median") == 4.0  # median of 2, 10, 4
+    assert statistics.pooled_figure(groups, "mean") == pytest.approx(50.0 / 8)
+
+
+def test_the_interval_says_whether_it_saw_more_than_one_process():
+    assert statistics.interval_kind(3, 3) == statistics.BETWEEN
+    assert statistics.interval_kind(1, 3) == statistics.WITHIN
+
+
+def point_row(framework, replicate, median, status="ok", n=20, method="duel", **extra):
+    row = contract.empty_row()
+    row.update(era="current", device="cpu", framework=framework, mode="eager",
+               precision="fp32", task="inference", model="gpt2", replicate=replicate,
+               batch_size=1, seq_len=8, method=method, status=status, cpu_model="Test CPU",
+               threads=2, framework_version="1.0", hostname="node%d" % replicate, flops=2e9)
+    if status == "ok":
+        samples = [float(value) for value in process(median, n, replicate * 7 + len(framework))]
+        row.update(samples=samples, n_samples=n, median=float(np.median(samples)),
+                   mean=float(np.mean(samples)), std=float(np.std(samples, ddof=1)),
+                   min=min(samples), max=max(samples), p90=float(np.percentile(samples, 90)))
+    else:
+        row["message"] = "RuntimeError: out of memory"
+    row.update(extra)
+    return row
+
+
+def merged(tmp_path, rows):
+    path = shard.write_shard(rows, str(tmp_path / "rows.parquet"))
+    return summary.read_shards([path])
+
+
+def test_the_point_table_pools_replicates_and_measures_their_spread(tmp_path):
+    rows = [point_row("pytorch", r, m) for r, m in ((1, 10.0), (2, 12.0), (3, 10.5))]
+    table = replicates.point_table(merged(tmp_path, rows))
+    assert len(table) == 1
+    point = table.iloc[0]
+    medians = [row["median"] for row in rows]
+    assert point["replicates"] == 3 and point["median"] == float(np.median(medians))
+    assert point["replicate_figures"] == medians
+    assert point["replicate_spread"] == pytest.approx(max(medians) / min(medians))
+    assert point["noisy"]  # about 20% apart
+    assert point["n_samples"] == 60 and len(point["samples"]) == 60
+    assert point["hostname"] == "node1; node2; node3"  # where each process ran
+    assert point["achieved_gflops"] == pytest.approx(2e9 / (point["median"] / 1000) / 1e9)
+    reported = summary.with_reported(merged(tmp_path, rows))
+    assert reported["reported_ms"].iloc[0] == point["median"]
+
+
+def test_hf2019_pools_the_mean_of_every_sample(tmp_path):
+    rows = [point_row("pytorch", r, m, method="hf2019", n=n)
+            for r, m, n in ((1, 10.0, 30), (2, 14.0, 10))]
+    point = replicates.point_table(merged(tmp_path, rows)).iloc[0]
+    everything = rows[0]["samples"] + rows[1]["samples"]
+    assert point["mean"] == pytest.approx(np.mean(everything))
+    assert summary.with_reported(merged(tmp_path, rows))["reported_ms"].iloc[0] == point["mean"]
+
+
+def test_a_point_that_failed_in_one_replicate_is_not_ok_and_says_which(tmp_path):
+    rows = [point_row("pytorch", 1, 10.0), point_row("pytorch", 2, 0, status="oom")]
+    point = replicates.point_table(merged(tmp_path, rows)).iloc[0]
+    assert point["status"] == "oom" and point["message"].startswith("replicate 2: ")
+    assert point["median"] is None or np.isnan(point["median"])
+
+
+def test_an_old_shard_without_replicate_merges_as_replicate_one(tmp_path):
+    row = point_row("pytorch", 1, 10.0)
+    new = shard.write_shard([row], str(tmp_path / "new.parquet"))
+    old_path = str(tmp_path / "old.parquet")
+    pq.write_table(pq.read_table(new).drop(["replicate"]), old_path)
+    frame = summary.read_shards([old_path])
+    assert list(frame["replicate"]) == [1]
+    point = replicates.point_table(frame.drop(columns=["replicate"])).iloc[0]
+    assert point["replicates"] == 1 and point["median"] == row["median"]
+
+
+def test_shard_and_log_paths_follow_the_identity():
+    cell = plan.Cell("current", "cpu", "pytorch", "eager", "fp32", "inference", "gpt2", 2)
+    assert plan.shard_path(cell) == \
+        "results/shards/current/cpu/pytorch/eager/fp32/inference/gpt2/r2.parquet"
+    assert plan.LOG_PATTERN.endswith("/{model}/r{replicate}.log")
+    assert contract.CELL_KEYS[-1] == "replicate" and "replicate" in contract.NAMES
+
+
+def test_rounds_come_first_in_the_planned_order():
+    config = {"eras": ["current"], "devices": ["cpu"], "frameworks": ["pytorch", "tensorflow"],
+              "modes": {"pytorch": ["eager"], "tensorflow": ["function"]}, "models": ["gpt2"],
+              "replicates": 3, "runner": "native"}
+    cells = plan.plan_cells(config, os.path.dirname(os.path.dirname(__file__)))
+    assert [cell.replicate for cell in cells] == [1, 1, 2, 2, 3, 3]
+
+
+# --- A real workflow run with two replicates per cell ---------------------------------------
+
+from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def replicated_run(tmp_path_factory):
+    """The tiny model, PyTorch eager and TensorFlow eager, two processes per cell."""
+    workdir = tmp_path_factory.mktemp("replicated")
+    settings = dict(QUICK, replicates=2)
+    config = write_config(workdir, models_dir=TEST_MODELS, models=["tiny-bert-16pos"],
+                          modes={"pytorch": ["eager"], "tensorflow": ["eager"]},
+                          batch_sizes=[1], sequence_lengths=[8], method="duel", **settings)
+    snakemake(workdir, "--cores", "all", "--configfile", config)
+    return workdir, config
+
+
+def test_each_replicate_is_its_own_process_shard_and_log(replicated_run):
+    workdir, _ = replicated_run
+    rows = []
+    for framework in ("pytorch", "tensorflow"):
+        for replicate in (1, 2):
+            path = shard_file(workdir, framework, "eager", "tiny-bert-16pos",
+                              replicate=replicate)
+            rows += pq.read_table(path).to_pylist()
+            log = path.replace(os.path.join("results", "shards"),
+                               os.path.join("results", "logs", "cells"))
+            assert os.path.isfile(log[: -len(".parquet")] + ".log")
+    assert sorted((row["framework"], row["replicate"]) for row in rows) == [
+        ("pytorch", 1), ("pytorch", 2), ("tensorflow", 1), ("tensorflow", 2)]
+    assert all(row["status"] == "ok" for row in rows)
+    assert len(set(row["config_sha256"] for row in rows if row["framework"] == "pytorch")) == 1
+    # Rounds: every replicate 1 started before any replicate 2 (the jobs' own start times).
+    first = max(row["started_at"] for row in rows if row["replicate"] == 1)
+    second = min(row["started_at"] for row in rows if row["replicate"] == 2)
+    assert first <= second
+
+
+def test_the_reports_rest_on_both_replicates(replicated_run):
+    workdir, _ = replicated_run
+    results = os.path.join(str(workdir), "results")
+    summary_rows = pq.read_table(os.path.join(results, "summary.parquet")).to_pylist()
+    assert len(summary_rows) == 4  # the long table keeps every replicate's row
+    workbook = openpyxl.load_workbook(os.path.join(results, "summary.xlsx"))
+    layout = [list(row) for row in workbook["current cpu PT eager duel"].iter_rows(
+        values_only=True)]
+    assert "2 processes per point" in layout[1][0]
+    pt = sorted((row for row in summary_rows if row["framework"] == "pytorch"),
+                key=lambda row: row["replicate"])
+    assert layout[3][1] == pytest.approx(np.median([row["median"] for row in pt]) / 1000.0)
+    noise = [list(row) for row in workbook["noise"].iter_rows(values_only=True)]
+    assert "2 processes per point" in noise[0][0] and "replicate_spread" in noise[1]
+    ratios = pd.read_csv(os.path.join(results, "statistics", "ratios.csv"))
+    assert list(ratios["replicates_pt"]) == [2] and list(ratios["interval"]) == [
+        statistics.BETWEEN]
+    assert os.path.isfile(os.path.join(results, "plots", "noise",
+                                       "current_cpu_fp32_inference_duel.png"))
+
+
+def test_adding_a_replicate_runs_only_the_new_round(replicated_run):
+    workdir, config = replicated_run
+    result = snakemake(workdir, "-n", "--cores", "all", "--configfile", config, "--config",
+                       "replicates=3")
+    assert "run_cell" in result.stdout
+    jobs = [line for line in result.stdout.splitlines() if line.startswith("run_cell")]
+    assert jobs and jobs[0].split()[-1] == "2", result.stdout  # the two r3 cells only
+    outputs = [line for line in result.stdout.splitlines()
+               if line.strip().startswith("output: results/shards/")]
+    assert len(outputs) == 2 and all(line.endswith("/r3.parquet") for line in outputs)

@@ -85,7 +85,7 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu PT eager duel", "current cpu PT eager hf2019",
         "current cpu TF eager duel", "current cpu TF eager hf2019",
         "current cpu TF func duel", "current cpu TF func hf2019",
-        "ratio PT-TF", "statistics", "mode speed-up", "GFLOP per s", "cross-era",
+        "ratio PT-TF", "statistics", "noise", "mode speed-up", "GFLOP per s", "cross-era",
         "deployment", "historical 2019", "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
@@ -151,7 +151,9 @@ def test_the_run_has_its_charts_statistics_and_report(run):
                  "current_cpu_fp32_inference_duel.png", "Which framework is faster",
                  "Time vs sequence length", "Graph modes vs eager"):
         assert name in page, name
-    assert page.count("data:image/png;") == 14  # every chart's PNG embedded
+    # every chart's PNG embedded: six kinds x two scopes, and the eras, noise and deployment
+    # placeholders (one era, one replicate, no deployment mode in this run)
+    assert page.count("data:image/png;") == 15
 
 
 def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):

@@ -17,6 +17,7 @@ include: "rules/deploy.smk"
 include: "rules/cells.smk"
 include: "rules/summary.smk"
 include: "rules/report.smk"
+include: "rules/compare.smk"
 
 
 # The front page of `snakemake --report results/report.html`.
@@ -28,3 +29,4 @@ rule all:
     input:
         summary_outputs(),
         report_outputs(),
+        COMPARE_OUTPUTS,

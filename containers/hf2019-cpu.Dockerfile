@@ -10,6 +10,10 @@ LABEL org.opencontainers.image.title="duel hf2019-cpu" \
       org.opencontainers.image.description="Duel benchmark cells, era hf2019 (October 2019), CPU"
 COPY envs/hf2019.txt /opt/duel/lock.txt
 COPY build/ /tmp/duel-build/
+# scripts/build_image.py sets PIP_NO_INDEX=1 when build/wheels holds a wheel of every pin (e.g. from
+# its --wheel-cache): pip then installs those files and asks no registry (it would otherwise take
+# the registry's copy of a wheel it also finds here). Unset, pip takes what it lacks from there.
+ARG PIP_NO_INDEX
 RUN python3 -m venv /opt/duel \
     && /opt/duel/bin/python -m pip install --no-cache-dir --disable-pip-version-check \
         --cert /tmp/duel-build/ca-certificates.crt --find-links /tmp/duel-build/wheels \

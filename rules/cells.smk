@@ -73,6 +73,7 @@ rule run_cell:
         grid=grid,
         methods=joined(METHODS),
         seed=config["seed"],
+        tf32="on" if config.get("tf32") else "off",
         learning_rate=config["training"]["learning_rate"],
         duel=config["duel"],
         hf2019=config["hf2019"],
@@ -81,7 +82,7 @@ rule run_cell:
         "{params.launch:q} {params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"
         " --framework {wildcards.framework:q} --mode {wildcards.mode:q}"
-        " --precision {wildcards.precision:q}"
+        " --precision {wildcards.precision:q} --tf32 {params.tf32}"
         " --task {wildcards.task:q} --model-config {input.model_config:q}"
         " --replicate {wildcards.replicate}"
         " --batch-sizes {params.grid[batch_sizes]:q}"

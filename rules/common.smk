@@ -13,17 +13,23 @@ sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
 from duel.cell.adapters import deployed
-from duel.host import chart_kinds, deployment, eras, images, plan, resources
+from duel.host import chart_kinds, deployment, eras, images, plan, resources, runs
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
     DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
 )
 
+# The main invocation plans with probes (interpreters, Docker engine and images); a job's own
+# re-parse (on a SLURM node, or a subprocess) trusts it and probes nothing.
+MAIN_PROCESS = workflow.is_main_process
+
 plan.coerce_command_line_numbers(config)
 validate(config, "../config/schema/config.schema.yaml")
 try:
-    CELLS = plan.plan_cells(config, CHECKOUT, apptainer_enabled=USE_APPTAINER)
+    CELLS = plan.plan_cells(
+        config, CHECKOUT, apptainer_enabled=USE_APPTAINER, probe=MAIN_PROCESS
+    )
 except plan.PlanError as error:
     raise WorkflowError(str(error))
 
@@ -46,7 +52,7 @@ RUNNERS_DIR = plan.resolve_dir(config, "runners_dir", ".runners", CHECKOUT)
 
 
 def is_native(wildcards):
-    return eras.is_native(wildcards.era, device_of(wildcards))
+    return eras.is_native(wildcards.era, device_of(wildcards), era_lock(wildcards))
 
 
 def device_of(wildcards):
@@ -62,8 +68,28 @@ def era_env_marker(wildcards):
     """A built era's finished environment (none for the native era, in images, under conda)."""
     if is_native(wildcards) or USE_CONDA or RUNNER != "native":
         return []
-    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
+    settle_era_env(wildcards.era, device_of(wildcards))
+    prefix = eras.keyed_prefix(
+        ERA_ENVS_DIR, wildcards.era, device_of(wildcards), era_lock(wildcards)
+    )
     return os.path.join(prefix, eras.MARKER)
+
+
+@functools.lru_cache(maxsize=None)
+def settle_era_env(era, device):
+    """Once per era and device, while jobs are planned: a stale environment loses its marker
+    so that build_era_env runs again, but only in the main invocation of a real run; a dry run
+    (or --dag, --summary, ...) says what would be rebuilt, a job's re-parse does nothing.
+    """
+    if not MAIN_PROCESS:
+        return
+    real_run = workflow.executor_plugin is not None and not workflow.dryrun
+    lock = eras.lock_file(CHECKOUT, era, device)
+    eras.settle(
+        eras.keyed_prefix(ERA_ENVS_DIR, era, device, lock),
+        lock,
+        discard=real_run and not workflow.touch,
+    )
 
 
 def era_python(wildcards):
@@ -72,7 +98,9 @@ def era_python(wildcards):
         return "python"
     if is_native(wildcards):
         return sys.executable
-    prefix = eras.env_prefix(ERA_ENVS_DIR, wildcards.era, device_of(wildcards))
+    prefix = eras.keyed_prefix(
+        ERA_ENVS_DIR, wildcards.era, device_of(wildcards), era_lock(wildcards)
+    )
     return eras.env_python(prefix)
 
 
@@ -140,6 +168,7 @@ wildcard_constraints:
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
     replicate="[1-9][0-9]*",
+    lock_key="[0-9a-f]{12}",
     weights="reference|training",
     artifact="torchscript|savedmodel",
     runtime="libtorch|tensorflow",
@@ -241,6 +270,16 @@ def grid(wildcards):
     }
 
 
+def cores_given():
+    """--cores. Snakemake refuses to run jobs here without it, but a command that runs none
+    (--report, --summary) needs no --cores: a job's threads are then only shown, as 1.
+    """
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
 def timing_threads(wildcards):
     """Cores a cell or reference takes and times with (duel/host/resources.py).
 
@@ -248,22 +287,25 @@ def timing_threads(wildcards):
     """
     try:
         return resources.timing_threads(
-            config.get("cell_threads"), workflow.non_local_exec, lambda: workflow.cores
+            config.get("cell_threads"), workflow.non_local_exec, cores_given
         )
     except plan.PlanError as error:
         raise WorkflowError(str(error))
 
 
 def cell_runtime_min(wildcards, threads):
-    """Walltime for a scheduler, from the grid the cell sweeps (duel/host/resources.py)."""
+    """Walltime for a scheduler, from the grid and FLOPs of the cell's own task
+    (duel/host/resources.py)."""
+    batch_sizes, sequence_lengths = plan.task_grid(config, wildcards.task)
     return resources.cell_runtime_min(
         models.load_model_spec(model_config(wildcards)),
-        config["batch_sizes"],
-        config["sequence_lengths"],
+        batch_sizes,
+        sequence_lengths,
         METHODS,
         config["duel"],
         config["hf2019"],
         threads,
+        task=wildcards.task,
     )
 
 
@@ -297,6 +339,46 @@ def cell_gpus(wildcards):
 
 onstart:
     check_devices_here()
+    record_run_start()
+
+
+onsuccess:
+    record_run_end("success")
+
+
+onerror:
+    record_run_end("error")
+
+
+# Run manifests (duel/host/runs.py): written by the main process of a real run only (these
+# handlers never run in a dry run; a cluster job re-parsing the workflow is not the main process).
+RUN_MANIFEST = []
+
+
+def record_run_start():
+    if not workflow.is_main_process or workflow.dryrun:
+        return
+    model_files = [
+        plan.model_config_path(MODELS_DIR, model) for model in config["models"]
+    ]
+    RUN_MANIFEST.append(
+        runs.start(
+            config,
+            CHECKOUT,
+            ERA_DEVICES,
+            ERA_ENVS_DIR,
+            workflow.configfiles,
+            model_files,
+            workflow.cores,
+            sys.argv,
+            shard_paths(),
+        )
+    )
+
+
+def record_run_end(status):
+    if RUN_MANIFEST:
+        runs.finish(RUN_MANIFEST[0], status, CHECKOUT, ERA_DEVICES, ERA_ENVS_DIR)
 
 
 def joined(values):

@@ -1,4 +1,6 @@
 # Era environments: built once from the era's lock file, then reused by every cell of that era.
+# Each lives in a folder named by its lock file's hash (eras.keyed_prefix), so an old run's
+# environment being rebuilt (scripts/rebuild_run.py) never replaces today's.
 
 
 localrules:
@@ -9,9 +11,11 @@ rule build_era_env:
     input:
         lock=era_lock,
     output:
-        marker=os.path.join(ERA_ENVS_DIR, "{era}", "{device}", eras.MARKER),
+        marker=os.path.join(
+            ERA_ENVS_DIR, "{era}", "{device}", "{lock_key}", eras.MARKER
+        ),
     log:
-        "results/logs/envs/{era}-{device}.log",
+        "results/logs/envs/{era}-{device}-{lock_key}.log",
     conda:
         "../envs/current-cpu.yaml"
     script:

@@ -3,6 +3,7 @@
 
     python scripts/build_image.py current cpu                 # base from a registry
     python scripts/build_image.py current cpu --local-base    # no registry: Debian via debootstrap
+    python scripts/build_image.py hf2019 cpu --local-base --wheel-cache ~/.cache/duel-wheels
     python scripts/build_image.py current cpu --engine apptainer
 
 The image gets the name the workflow looks for, ``duel/<era>-<device>:<tag>`` (the tag is made
@@ -11,21 +12,26 @@ lock file, wheels of pinned packages found on this machine's disk (pip's find-li
 e.g. the CPU build of torch), and the CA bundle this machine's pip trusts; the build runs with
 host networking, so pip inside reaches the registry as this machine does. With --local-base, a
 Debian-based image is built on ``duel/debian:<release>``, made here by ``debootstrap
---variant=minbase`` and ``docker import`` when the engine does not have it yet.
+--variant=minbase`` and ``docker import`` when the engine does not have it yet, and an image on an
+official ``python:X.Y`` base (hf2019-cpu) on ``duel/python:<X.Y.Z>-bookworm``: Debian bookworm and
+this machine's Python X.Y in /usr/local (duel.host.python_base). --wheel-cache DIR keeps a wheel
+of every pin of the lock file in DIR (fetched once by the era's Python) and builds from it.
 With --engine apptainer the same context is built into a .sif from containers/<era>-<device>.def.
 """
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from duel.host import images  # noqa: E402
+from duel.host import images, python_base, wheel_cache  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -42,6 +48,9 @@ def parse_args(argv=None):
     parser.add_argument("--wheels", action="append",
                         help="folder of wheels to take pinned packages from (repeatable; "
                              "default: this machine's pip find-links)")
+    parser.add_argument("--wheel-cache",
+                        help="folder that keeps a wheel of every pin of the lock file: filled "
+                             "with those it lacks (by the era's Python), then built from")
     parser.add_argument("--ca-bundle", help="CA bundle for pip in the build (default: pip's)")
     parser.add_argument("--lock", help="install this lock file instead of the Dockerfile's (e.g. a "
                                        "subset for a small test image; needs --name)")
@@ -51,23 +60,50 @@ def parse_args(argv=None):
     return args
 
 
+@contextlib.contextmanager
+def timed(log, what):
+    """Log how long ``what`` took (the build's phases: base, wheels, image)."""
+    start = time.time()
+    yield
+    log.write("build_image: %s took %.0f s\n" % (what, time.time() - start))
+    log.flush()
+
+
+def local_base(args, log):
+    """The base --local-base builds on, made here unless the engine has it already."""
+    declared = images.base_of(images.dockerfile(CHECKOUT, args.era, args.device))
+    mirror = os.environ.get("DUEL_DEBIAN_MIRROR")
+    python = python_base.python_version(declared)
+    if python is not None:
+        return python_base.make(python, log, mirror)
+    suite = images.local_base_suite(declared)
+    if suite is None:
+        raise images.ImageError(
+            "--local-base: the base of %s-%s (%s) is neither a Debian release that debootstrap "
+            "can make nor an official Python image; bring that base in with `docker load` "
+            "instead (containers/README.md)" % (args.era, args.device, declared))
+    base = images.LOCAL_BASE_NAME % suite
+    if images.image_id(base) is None:
+        images.make_local_base(suite, log, mirror)
+    return base
+
+
 def build_docker(args, log=sys.stderr):
     name = args.name or images.default_image(CHECKOUT, args.era, args.device, "docker")
     base = args.base
     if args.local_base:
-        declared = images.base_of(images.dockerfile(CHECKOUT, args.era, args.device))
-        suite = images.local_base_suite(declared)
-        if suite is None:
-            raise images.ImageError(
-                "--local-base: the base of %s-%s (%s) is not a Debian release that debootstrap "
-                "can make; bring that base in with `docker load` instead (containers/README.md)"
-                % (args.era, args.device, declared))
-        base = images.LOCAL_BASE_NAME % suite
-        if images.image_id(base) is None:
-            images.make_local_base(suite, log, os.environ.get("DUEL_DEBIAN_MIRROR"))
-    found = images.build_docker_image(
-        CHECKOUT, args.era, args.device, name, base,
-        args.wheels or images.default_wheel_folders(), args.ca_bundle, args.lock, log)
+        with timed(log, "the base"):
+            base = local_base(args, log)
+    wheels = args.wheels or images.default_wheel_folders()
+    if args.wheel_cache:
+        lock = args.lock or os.path.join(
+            CHECKOUT, images.lock_of(images.dockerfile(CHECKOUT, args.era, args.device)))
+        with timed(log, "the wheel cache"):
+            wheel_cache.fill(lock, args.wheel_cache, args.device, log)
+        wheels = [args.wheel_cache] + list(wheels)
+    with timed(log, "docker build"):
+        found = images.build_docker_image(
+            CHECKOUT, args.era, args.device, name, base, wheels, args.ca_bundle, args.lock, log)
     print("%s %s" % (name, found))
 
 

@@ -6,13 +6,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pandas as pd  # noqa: E402
 
-from duel.host import pages  # noqa: E402
+from duel.host import pages, runs  # noqa: E402
 
 
 def main(parquet_path, lock_files, html_path):
     frame = pd.read_parquet(parquet_path)
+    folder = os.path.dirname(html_path)
+    manifests = [os.path.relpath(path, folder) for path, _ in runs.manifests(folder)]
     with open(html_path, "w") as handle:
-        handle.write(pages.environment_page(frame, lock_files))
+        handle.write(pages.environment_page(frame, lock_files, manifests))
 
 
 if __name__ == "__main__" and "snakemake" in globals():

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.host import history, spreadsheet, summary  # noqa: E402
+from duel.host import history, runs, spreadsheet, summary  # noqa: E402
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):
@@ -14,16 +14,34 @@ def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect)
     history.write_2019_csvs(frame, csv_2019_folder)
     counts = frame["status"].value_counts().to_dict()
     print("merged %d shards, %d points: %s" % (len(shards), len(frame), counts))
+    missing = runs.shards_without_manifest(shards, os.path.dirname(parquet_path))
+    if missing:  # old runs merge as before; only a rebuild needs the manifest
+        print("%d shards have no run manifest (%s/*/manifest.json; made before runs recorded "
+              "one), so scripts/rebuild_run.py cannot rebuild them: %s"
+              % (len(missing), runs.RUNS_DIR, ", ".join(missing)))
+
+
+def explain(error, log, console):
+    """A shard that cannot be read: its line (file, problem, what to do) in the log and on the
+    console, no traceback; the job fails."""
+    for stream in (log, console):
+        stream.write("%s\n" % error)
+        stream.flush()
+    return 1
 
 
 if __name__ == "__main__" and "snakemake" in globals():
     with open(snakemake.log[0], "w") as log:  # noqa: F821
+        console = sys.stderr
         sys.stdout = sys.stderr = log
-        main(
-            list(snakemake.input.shards),  # noqa: F821
-            snakemake.output.parquet,  # noqa: F821
-            snakemake.output.csv,  # noqa: F821
-            snakemake.output.xlsx,  # noqa: F821
-            snakemake.output.csv_2019,  # noqa: F821
-            snakemake.params.min_effect,  # noqa: F821
-        )
+        try:
+            main(
+                list(snakemake.input.shards),  # noqa: F821
+                snakemake.output.parquet,  # noqa: F821
+                snakemake.output.csv,  # noqa: F821
+                snakemake.output.xlsx,  # noqa: F821
+                snakemake.output.csv_2019,  # noqa: F821
+                snakemake.params.min_effect,  # noqa: F821
+            )
+        except summary.ShardError as error:
+            sys.exit(explain(error, log, console))

@@ -58,6 +58,9 @@ def parse_args(argv=None):
                       "jitpy, jitcpp; tensorflow: eager, function, xla, savedpy, savedcpp")
     cell.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                       help="fp16/bf16: mixed precision (autocast, Keras policies)")
+    cell.add_argument("--tf32", default="off", choices=["on", "off"],
+                      help="fp32 matrix products in TF32 on Ampere+ GPUs, in both frameworks "
+                           "(default off: strict fp32)")
     cell.add_argument("--task", default="inference", choices=["inference", "training"],
                       help="training: one optimiser step per call (model with its LM head)")
     cell.add_argument("--model-config", required=True, help="a config/models/*.json file")
@@ -74,7 +77,8 @@ def parse_args(argv=None):
                            "without it the model is built from the seed and not checked")
     grid.add_argument("--threads", type=int, default=None, help="default: all usable CPUs")
     duel = parser.add_argument_group("method duel")
-    duel.add_argument("--warmup-calls", type=int, default=3)
+    duel.add_argument("--warmup-calls", type=int, default=3,
+                      help="untimed calls per point; the first call is untimed even at 0")
     duel.add_argument("--min-samples", type=int, default=10)
     duel.add_argument("--min-time-s", type=float, default=1.0)
     duel.add_argument("--max-samples", type=int, default=1000)
@@ -147,7 +151,7 @@ def main(argv=None):
     from duel.cell.adapters import load_adapter
 
     adapter = load_adapter(args.framework, args.mode)(
-        args.mode, args.device, args.precision, threads, args.task
+        args.mode, args.device, args.precision, threads, args.task, tf32=args.tf32 == "on"
     )
     if args.mode in DEPLOYED_MODES:
         adapter.attach(args.artifact_dir, args.runner_build)

@@ -59,3 +59,43 @@ def models_dir(tmp_path):
         shutil.copy(os.path.join(MODELS, name), str(folder))
     shutil.copy(os.path.join(TEST_MODELS, "tiny-bert-16pos.json"), str(folder))
     return str(folder)
+
+
+# What a test costs and needs (pytest.ini lists them; README.md, "Tests", gives the subsets).
+COST_MARKERS = ("unit", "framework", "workflow", "era", "docker", "slurm")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test says what it costs: one of COST_MARKERS (``pytestmark`` of its module, or a
+    decorator), and ``unit`` alone. A test without one would land in no subset, or in the quick
+    one by accident, so the run stops here and names it."""
+    unmarked, mixed = [], []
+    for item in items:
+        names = {mark.name for mark in item.iter_markers()} & set(COST_MARKERS)
+        if not names:
+            unmarked.append(item.nodeid)
+        elif "unit" in names and len(names) > 1:
+            mixed.append("%s (%s)" % (item.nodeid, ", ".join(sorted(names))))
+    problems = []
+    if unmarked:
+        problems.append("tests without a cost marker (add `pytestmark = pytest.mark.unit` to the "
+                        "module, or mark each test with one of %s; pytest.ini says what each "
+                        "means):\n  %s" % (", ".join(COST_MARKERS), "\n  ".join(unmarked)))
+    if mixed:
+        problems.append("tests marked unit and something costlier (unit means none of the "
+                        "others):\n  %s" % "\n  ".join(mixed))
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory):
+    """A private Docker engine for the docker tests (tests/docker_engine.py), started once per
+    session and shared by every module that needs it."""
+    from docker_engine import Engine, EngineError
+    log = str(tmp_path_factory.mktemp("engine") / "dockerd.log")
+    try:
+        with Engine(log) as started:
+            yield started
+    except EngineError as error:
+        pytest.fail("no Docker engine for the docker tests: %s" % error)

@@ -1,5 +1,6 @@
 """What a job asks a cluster for (cores, walltime) and what a cell records of its SLURM job."""
 import os
+import re
 
 import pytest
 
@@ -17,6 +18,7 @@ def spec(name, folder=MODELS):
     return models.load_model_spec(os.path.join(folder, name + ".json"))
 
 
+@pytest.mark.unit
 def test_timing_threads_locally_all_cores_on_a_cluster_the_config_or_a_clear_refusal():
     assert resources.timing_threads(None, False, lambda: 8) == 8
     assert resources.timing_threads(4, False, lambda: 8) == 4
@@ -25,6 +27,7 @@ def test_timing_threads_locally_all_cores_on_a_cluster_the_config_or_a_clear_ref
         resources.timing_threads(None, True, lambda: 1)
 
 
+@pytest.mark.unit
 def test_runtime_grows_with_the_grid_the_model_and_the_method():
     gpt2, tiny = spec("gpt2"), spec("tiny-bert-16pos", TEST_MODELS)
     one = resources.cell_runtime_min(gpt2, [1], [8], ["duel"], DUEL, HF2019, 4)
@@ -39,12 +42,14 @@ def test_runtime_grows_with_the_grid_the_model_and_the_method():
         < resources.cell_runtime_min(gpt2, [8], [1024], ["hf2019"], DUEL, HF2019, 1)
 
 
+@pytest.mark.unit
 def test_points_past_the_maximum_length_cost_no_time():
     bert = spec("bert-base-cased")  # maximum 512
     assert resources.cell_runtime_min(bert, [1], [8, 1024], ["duel"], DUEL, HF2019, 1) \
         == resources.cell_runtime_min(bert, [1], [8], ["duel"], DUEL, HF2019, 1)
 
 
+@pytest.mark.unit
 def test_a_duel_point_is_bounded_by_max_time_and_an_hf2019_point_by_its_calls():
     # 1000 samples of 100 s would be 28 hours: the point stops after max_time_s and one call
     slow = resources.point_seconds(100.0, "duel", DUEL, HF2019)
@@ -53,6 +58,7 @@ def test_a_duel_point_is_bounded_by_max_time_and_an_hf2019_point_by_its_calls():
         == resources.POINT_S + (2 + 30 * 3) * 1.0
 
 
+@pytest.mark.unit
 def test_slurm_columns_read_the_job_allocation():
     job = {"SLURM_JOB_ID": "4242", "SLURM_CLUSTER_NAME": "big", "SLURM_JOB_PARTITION": "cpu",
            "SLURMD_NODENAME": "n17", "SLURM_CPUS_PER_TASK": "16", "SLURM_CPUS_ON_NODE": "16",
@@ -68,9 +74,43 @@ def test_slurm_columns_read_the_job_allocation():
     assert set(outside) == set(environment.SLURM_COLUMNS) and not any(outside.values())
 
 
+@pytest.mark.workflow
 def test_the_planned_jobs_carry_cores_walltime_and_memory(tmp_path):
     result = snakemake(tmp_path, "-n", "--cores", "4", "--config", "models=[gpt2]",
                        "frameworks=[pytorch]", "cell_threads=3")
     text = " ".join((result.stdout + result.stderr).split())
     assert "threads: 3" in text
     assert "runtime=" in text and "mem_mb=" in text and "gpu=0" in text
+
+
+@pytest.mark.unit
+def test_a_training_cell_asks_for_more_time_than_inference_on_the_same_grid():
+    gpt2 = spec("gpt2")
+    grid = ([1, 8], [8, 512], ["duel"], DUEL, HF2019, 4)
+    inference = resources.cell_runtime_min(gpt2, *grid)
+    training = resources.cell_runtime_min(gpt2, *grid, task="training")
+    assert training > inference
+    # its own grid: a one-point training grid asks for less than the inference grid
+    assert resources.cell_runtime_min(gpt2, [1], [8], ["duel"], DUEL, HF2019, 4,
+                                      task="training") < inference
+
+
+def planned_resources(output, rule="run_cell"):
+    """{task: (runtime, mem_mb)} of the ``rule`` jobs of a dry run's output."""
+    found = {}
+    for block in output.split("rule %s:" % rule)[1:]:
+        task = re.search(r"task=(\w+)", block).group(1)
+        runtime = int(re.search(r"runtime=(\d+)", block).group(1))
+        found[task] = (runtime, int(re.search(r"mem_mb=(\d+)", block).group(1)))
+    return found
+
+
+@pytest.mark.workflow
+def test_the_planned_training_cell_asks_for_more_time_and_memory_than_inference(tmp_path):
+    result = snakemake(tmp_path, "-n", "--cores", "2", "--config", "models=[gpt2]",
+                       "frameworks=[pytorch]", "tasks=[inference,training]", "cell_threads=2",
+                       "batch_sizes=[1,8]", "sequence_lengths=[8,512]",
+                       "training={batch_sizes: [1,8], sequence_lengths: [8,512]}")
+    planned = planned_resources(result.stdout + result.stderr)
+    assert planned["training"][0] > planned["inference"][0], planned
+    assert planned["training"][1] > planned["inference"][1], planned

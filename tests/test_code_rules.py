@@ -10,6 +10,8 @@ import yaml
 
 from conftest import REPO
 
+pytestmark = pytest.mark.unit
+
 CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
              os.path.join(REPO, "scripts", "run_cell.py"),
              # run by the era's own interpreter too (rules/deploy.smk)

@@ -42,15 +42,16 @@ def era_python(era):
     if era == "current":
         return sys.executable
     lock = eras.lock_file(REPO, era, "cpu")
-    prefix = eras.env_prefix(os.path.join(REPO, ".era-envs"), era, "cpu")
+    prefix = eras.keyed_prefix(os.path.join(REPO, ".era-envs"), era, "cpu", lock)
     if eras.stale_reason(prefix, lock):
         with open(os.devnull, "w") as log:
             eras.build_env(era, lock, prefix, log)
     return eras.env_python(prefix)
 
 
-@pytest.mark.parametrize("era, version, legacy", [("hf2019", "2.1.1", True),
-                                                  ("current", "4.57.6", False)])
+@pytest.mark.parametrize("era, version, legacy", [
+    pytest.param("hf2019", "2.1.1", True, marks=pytest.mark.era),
+    pytest.param("current", "4.57.6", False, marks=pytest.mark.framework)])
 def test_compat_builds_every_config_and_reads_outputs_in_each_era(era, version, legacy):
     result = subprocess.run(
         [era_python(era), "-c", PROBE, SCRIPTS, os.path.join(REPO, "config", "models"),

@@ -9,6 +9,8 @@ import pytest
 from conftest import SCRIPTS
 from duel.cell import conditions, timing
 
+pytestmark = pytest.mark.unit
+
 
 def test_cpus_are_written_in_cpuset_notation():
     assert conditions.describe_cpus([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"

@@ -1,9 +1,23 @@
-"""Bad input is refused while Snakemake plans, before any job, naming the key and the value."""
+"""Bad input is refused while Snakemake plans, before any job, naming the key and the value.
+
+Every bad case runs through the planning code in this process, as rules/common.smk runs it: the
+default config, the command line's overrides parsed and merged as Snakemake does, then
+command-line numbers, the schema, the plan and the devices. A few also run end to end through a
+real ``snakemake -n`` (a Snakemake start each, seconds), which keeps that wiring proven.
+"""
 import os
 
 import pytest
+import yaml
+from snakemake.cli import parse_config
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import update_config, validate
 
 from conftest import REPO, snakemake
+from duel.host import plan
+
+DEFAULT_CONFIG = os.path.join(REPO, "config", "config.yaml")
+SCHEMA = os.path.join(REPO, "config", "schema", "config.schema.yaml")
 
 BAD = [
     (["models=[gpt3]"], ["models", "gpt3"]),
@@ -23,6 +37,7 @@ BAD = [
     (["models=[gpt2;touch /tmp/pwned]"], ["models", "gpt2;touch /tmp/pwned"]),
     (["models=[../../etc/passwd]"], ["models", "../../etc/passwd"]),
     (["duel={min_samples: 0}"], ["min_samples", "0"]),
+    (["duel={warmup_calls: 0}"], ["warmup_calls", "0"]),
     (["cell_threads=0"], ["cell_threads", "0"]),
     (["replicates=0"], ["replicates", "0"]),
     (["replicates=-1"], ["replicates", "-1"]),
@@ -35,7 +50,48 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("overrides, words", BAD, ids=[" ".join(b[0]) for b in BAD])
+# Each kind of refusal once through a real Snakemake: the planning code's error, the schema's
+# (an unknown key; a number the command line gave as text), a name that would be a command, and
+# the device check that runs while Snakemake plans.
+END_TO_END = ["models=[gpt3]", "colour=red", "replicates=two", "models=[gpt2;touch /tmp/pwned]",
+              "devices=[cuda]"]
+
+
+def plan_as_common_smk(overrides):
+    """The planning of rules/common.smk, in this process, on ``--config`` ``overrides``."""
+    with open(DEFAULT_CONFIG) as handle:
+        config = yaml.safe_load(handle)
+    update_config(config, parse_config(overrides))
+    plan.coerce_command_line_numbers(config)
+    validate(config, SCHEMA)
+    cells = plan.plan_cells(config, REPO)
+    plan.check_devices(config["devices"], has_gpu=lambda: False)
+    return cells
+
+
+def case_id(case):
+    return " ".join(case[0])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("overrides, words", BAD, ids=[case_id(case) for case in BAD])
+def test_bad_config_is_refused_by_the_planning_code(overrides, words):
+    with pytest.raises((WorkflowError, plan.PlanError)) as error:
+        plan_as_common_smk(overrides)
+    for word in words:
+        assert word in str(error.value), str(error.value)
+
+
+@pytest.mark.unit
+def test_the_planning_code_accepts_the_default_and_plans_its_cells():
+    cells = plan_as_common_smk([])
+    assert cells and {cell.framework for cell in cells} == {"pytorch", "tensorflow"}
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("overrides, words",
+                         [case for case in BAD if case_id(case) in END_TO_END],
+                         ids=[case_id(case) for case in BAD if case_id(case) in END_TO_END])
 def test_bad_config_is_refused_before_any_job(tmp_path, overrides, words):
     result = snakemake(tmp_path, "-n", "--cores", "1", "--config", *overrides, check=False)
     assert result.returncode != 0
@@ -46,6 +102,12 @@ def test_bad_config_is_refused_before_any_job(tmp_path, overrides, words):
     assert not os.path.exists("/tmp/pwned")
 
 
+@pytest.mark.unit
+def test_end_to_end_cases_are_bad_cases():
+    assert set(END_TO_END) <= {case_id(case) for case in BAD}
+
+
+@pytest.mark.workflow
 def test_command_line_numbers_are_numbers(tmp_path):
     result = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--config", "batch_sizes=[1,2]",
                        "sequence_lengths=[8]", "models=[gpt2]", "frameworks=[pytorch]",
@@ -56,6 +118,7 @@ def test_command_line_numbers_are_numbers(tmp_path):
     assert "run_cell            1" in output or "run_cell 1" in " ".join(output.split())
 
 
+@pytest.mark.workflow
 def test_the_default_and_2019_configs_plan(tmp_path):
     default = snakemake(tmp_path, "-n", "--cores", "2")
     assert "run_cell" in default.stdout
@@ -66,6 +129,7 @@ def test_the_default_and_2019_configs_plan(tmp_path):
     assert "run_cell 120" in jobs
 
 
+@pytest.mark.unit
 def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
     from duel.host import plan
     config = {"eras": ["current"], "devices": ["cpu", "cuda"], "frameworks": ["pytorch"],

@@ -68,6 +68,7 @@ def post_commands(lines):
     return [" ".join(line.split()) for line in joined.splitlines() if line.strip() not in skip]
 
 
+@pytest.mark.unit
 def test_every_dockerfile_is_hadolint_clean():
     paths = sorted(os.path.join(REPO, "containers", name)
                    for name in os.listdir(os.path.join(REPO, "containers"))
@@ -79,6 +80,7 @@ def test_every_dockerfile_is_hadolint_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("era, device", ERAS_DEVICES)
 def test_each_image_installs_its_era_lock_file_on_a_pinned_base(era, device):
     path = images.dockerfile(REPO, era, device)
@@ -102,6 +104,7 @@ def test_each_image_installs_its_era_lock_file_on_a_pinned_base(era, device):
             assert re.search(r"(-r /opt/duel/lock.txt| pip==[0-9.]+)$", command), command
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("era, device", ERAS_DEVICES)
 def test_each_apptainer_definition_matches_its_dockerfile(era, device):
     dockerfile = images.dockerfile(REPO, era, device)
@@ -120,6 +123,7 @@ def versions(path):
     return images.pinned_versions(path)
 
 
+@pytest.mark.unit
 def test_images_of_one_era_measure_the_same_releases():
     cpu, cuda = versions(lock_path("current", "cpu")), versions(lock_path("current", "cuda"))
     assert cpu.items() <= cuda.items()  # the CUDA lock file is complete: a superset
@@ -131,6 +135,7 @@ def test_images_of_one_era_measure_the_same_releases():
     assert subset.items() <= versions(lock_path("current", "cpu")).items()
 
 
+@pytest.mark.unit
 def test_the_default_image_name_follows_the_dockerfile_and_lock_file(tmp_path):
     for folder in ("containers", "envs"):
         shutil.copytree(os.path.join(REPO, folder), str(tmp_path / folder))
@@ -148,6 +153,7 @@ def test_the_default_image_name_follows_the_dockerfile_and_lock_file(tmp_path):
         "current-cpu"]
 
 
+@pytest.mark.unit
 def test_wheels_from_this_disk_are_taken_only_for_pinned_versions_and_the_image_python(tmp_path):
     for name in ("torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
                  "torch-2.12.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
@@ -165,6 +171,7 @@ def test_wheels_from_this_disk_are_taken_only_for_pinned_versions_and_the_image_
     assert not [path for path in found if "+cpu" in path]
 
 
+@pytest.mark.unit
 def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_path):
     checkout, work, models = tmp_path / "checkout", tmp_path / "work", tmp_path / "models"
     for folder in (checkout, work, models, checkout / "results"):
@@ -190,6 +197,7 @@ def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_pat
     assert "--gpus" not in run_in_docker.docker_run_command(args, "sha256:abc", "n", str(work), "")
 
 
+@pytest.mark.workflow
 def test_runner_apptainer_without_sdm_apptainer_is_refused(tmp_path):
     result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "runner=apptainer", check=False)
     output = result.stdout + result.stderr
@@ -208,6 +216,7 @@ exec "$@"
 """
 
 
+@pytest.mark.workflow
 def test_runner_apptainer_puts_the_image_in_the_container_directive_and_the_shard(tmp_path):
     sif = tmp_path / "current-cpu-test.sif"
     sif.write_bytes(b"not really an image, but a file with a digest")
@@ -234,6 +243,7 @@ def test_runner_apptainer_puts_the_image_in_the_container_directive_and_the_shar
     assert row["image"] == str(sif) and row["image_digest"] == images.file_digest(str(sif))
 
 
+@pytest.mark.workflow
 def test_runner_apptainer_refuses_a_missing_image_file(tmp_path):
     result = snakemake(tmp_path, "-n", "--cores", "1", "--sdm", "apptainer", "--config",
                        "runner=apptainer", check=False)

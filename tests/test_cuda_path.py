@@ -19,6 +19,7 @@ from duel.host import peaks
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
 
+@pytest.mark.framework
 @pytest.mark.parametrize("framework, words", [("pytorch", "sees no CUDA device"),
                                               ("tensorflow", "sees no GPU")])
 def test_a_cuda_cell_without_a_gpu_fails_every_point_loudly(tmp_path, framework, words):
@@ -42,12 +43,14 @@ def test_a_cuda_cell_without_a_gpu_fails_every_point_loudly(tmp_path, framework,
     ("Tesla V100-SXM2-16GB", "bf16", None),
     ("Some Future GPU", "fp32", None),
 ])
+@pytest.mark.unit
 def test_gpu_peaks_come_from_the_data_sheet_table(name, precision, expected):
     peak, source = peaks.peak_gflops({"device": "cuda", "device_name": name,
                                       "precision": precision})
     assert peak == expected, source
 
 
+@pytest.mark.unit
 def test_cpu_peak_follows_the_widest_vector_unit():
     row = {"device": "cpu", "precision": "fp32", "threads": 4, "cpu_max_mhz": 2500.0}
     assert peaks.peak_gflops(dict(row, cpu_flags="avx512f,avx2,fma,avx"))[0] == 640.0
@@ -56,6 +59,7 @@ def test_cpu_peak_follows_the_widest_vector_unit():
     assert peaks.peak_gflops(dict(row, precision="bf16"))[0] is None
 
 
+@pytest.mark.workflow
 def test_a_real_run_with_cuda_cells_is_refused_before_any_job_here(tmp_path):
     result = snakemake(tmp_path, "--cores", "1", "--config", "devices=[cuda]", "models=[gpt2]",
                        "era_envs_dir=" + str(tmp_path / "envs"), check=False)

@@ -50,6 +50,7 @@ def runners():
     return found
 
 
+@pytest.mark.framework
 def test_both_runners_build_from_the_installed_wheels(runners):
     import tensorflow as tf
     import torch
@@ -94,6 +95,7 @@ IN_STEP = [
 ]
 
 
+@pytest.mark.framework
 @pytest.mark.parametrize("settings, sleep_ms, exact", IN_STEP,
                          ids=["min_samples", "max_samples", "min_time", "max_time"])
 def test_the_cpp_loop_keeps_the_python_stopping_rule(runners, tmp_path, settings, sleep_ms,
@@ -153,6 +155,7 @@ def run_cell(framework, mode, reference, artifact_dir, runner_build, output):
     return row
 
 
+@pytest.mark.framework
 @pytest.mark.parametrize("framework, mode, artifact_format, victim, words", [
     ("pytorch", "jitcpp", "torchscript", "1x8.pt", "PytorchStreamReader failed"),
     ("tensorflow", "savedcpp", "savedmodel", os.path.join("savedmodel", "saved_model.pb"),
@@ -176,6 +179,7 @@ def test_a_tampered_artifact_is_an_error_row_with_the_runtimes_message(
     assert intact["status"] == "ok", intact["message"]
 
 
+@pytest.mark.workflow
 def test_missing_compiler_is_refused_at_planning(tmp_path):
     """A PATH without cmake or a C++ compiler: the C/C++ modes are refused with what to
     install, before any job; the Python loaders of the artifacts still plan."""
@@ -196,6 +200,7 @@ def test_missing_compiler_is_refused_at_planning(tmp_path):
     assert "export_artifacts" in planned.stdout and "build_runner" not in planned.stdout
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("overrides, words", [
     (["runner=docker", "modes={pytorch: [jitcpp]}"], ["jitcpp", "runner docker",
                                                        "carry no C++ compiler"]),
@@ -224,6 +229,7 @@ def deployed_run(tmp_path_factory, runners):
     return workdir, result, rows
 
 
+@pytest.mark.workflow
 def test_every_deployment_mode_runs_the_tiny_model_end_to_end(deployed_run):
     workdir, result, rows = deployed_run
     assert "build_runner" not in result.stdout + result.stderr  # cached by the fixture
@@ -254,6 +260,7 @@ def test_every_deployment_mode_runs_the_tiny_model_end_to_end(deployed_run):
                                            "cpu", "torchscript", "tiny-bert-16pos"))
 
 
+@pytest.mark.workflow
 def test_the_deployment_sheet_and_chart(deployed_run):
     workdir, _, rows = deployed_run
     results = os.path.join(str(workdir), "results")
@@ -274,6 +281,8 @@ def test_the_deployment_sheet_and_chart(deployed_run):
     assert "current_cpu_fp32_inference_duel.png" in charts
 
 
+@pytest.mark.workflow
+@pytest.mark.era
 def test_the_2019_stack_deploys_pytorch_and_says_why_not_tensorflow(tmp_path):
     """Era hf2019: the libtorch runner builds from torch 1.3.0's wheel and runs its trace;
     TensorFlow 2.0 has no Python-free C library, so savedcpp is skipped with the reason."""

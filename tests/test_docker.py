@@ -20,9 +20,10 @@ import pytest
 
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
-from docker_engine import Engine, EngineError
 from duel.cell.environment import git_commit
-from duel.host import images
+from duel.host import images, plan
+
+pytestmark = pytest.mark.docker
 
 MODEL = "distilbert-base-uncased"
 SMALL = "tiny-bert-16pos"  # a two-layer BERT: quick to build, for the fault test
@@ -34,8 +35,8 @@ def shard_file(workdir, framework, mode, model=MODEL):
 
 
 def cell_log(workdir, framework, mode, model=MODEL):
-    return os.path.join(str(workdir), "results", "logs", "cells", "current", "cpu", framework,
-                        mode, "fp32", "inference", model + ".log")
+    cell = plan.Cell("current", "cpu", framework, mode, "fp32", "inference", model, 1)
+    return os.path.join(str(workdir), plan.LOG_PATTERN.format(**cell._asdict()))
 
 
 def snakemake_command(workdir, config, *args):
@@ -55,16 +56,6 @@ def run_snakemake(workdir, config, env, *args, check=True, timeout=900):
 
 def docker(env, *args):
     return subprocess.run(("docker",) + args, env=env, capture_output=True, text=True, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    log = str(tmp_path_factory.mktemp("engine") / "dockerd.log")
-    try:
-        with Engine(log) as started:
-            yield started
-    except EngineError as error:
-        pytest.fail("no Docker engine for the docker runner tests: %s" % error)
 
 
 def image_name_for_tests():

@@ -11,6 +11,7 @@ from duel.host import eras
 TINY_LOCK = "# requires-python: 3.7\nsix==1.16.0\n"
 
 
+@pytest.mark.unit
 def test_an_era_without_a_lock_file_is_named_with_the_known_eras():
     with pytest.raises(eras.EraError) as error:
         eras.lock_file(REPO, "hf2020", "cpu")
@@ -19,11 +20,13 @@ def test_an_era_without_a_lock_file_is_named_with_the_known_eras():
     assert "hf2019" in message and "current" in message
 
 
+@pytest.mark.unit
 def test_the_lock_files_name_their_interpreter():
     assert eras.required_python(eras.lock_file(REPO, "hf2019", "cpu")) == "3.7"
     assert eras.lock_file(REPO, "current", "cpu").endswith("envs/current-cpu.txt")
 
 
+@pytest.mark.unit
 def test_a_missing_interpreter_says_which_and_how_to_get_it():
     with pytest.raises(eras.EraError) as error:
         eras.find_python("3.99")
@@ -32,6 +35,7 @@ def test_a_missing_interpreter_says_which_and_how_to_get_it():
     assert "DUEL_PYTHON_3_99" in message and "container" in message
 
 
+@pytest.mark.era
 def test_build_reuse_and_rebuild_of_a_real_environment(tmp_path):
     lock = tmp_path / "tiny.txt"
     lock.write_text(TINY_LOCK)
@@ -52,6 +56,7 @@ def test_build_reuse_and_rebuild_of_a_real_environment(tmp_path):
     assert not os.path.exists(os.path.join(prefix, eras.MARKER))  # so the rule rebuilds it
 
 
+@pytest.mark.workflow
 def test_planning_refuses_an_era_whose_interpreter_is_missing(tmp_path):
     home = tmp_path / "home"
     home.mkdir()

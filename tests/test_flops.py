@@ -9,6 +9,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from conftest import MODELS
 from duel.cell import compat, flops, models
 
+pytestmark = pytest.mark.framework
+
 SPECS = [models.load_model_spec(path) for path in sorted(glob.glob(os.path.join(MODELS, "*.json")))]
 
 

@@ -1,7 +1,10 @@
 """The per-point peak memory probe sees a real allocation, and forgets it at the next point."""
 import numpy as np
+import pytest
 
 from duel.cell.memory import PeakRssProbe, current_rss_mib
+
+pytestmark = pytest.mark.unit
 
 
 def test_peak_of_a_point_includes_a_freed_allocation_and_resets_for_the_next():

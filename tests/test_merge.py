@@ -1,14 +1,20 @@
 """The merge on real small shards: the table, the CSV and every sheet of the spreadsheet."""
 import json
 import os
+import subprocess
+import sys
 
 import openpyxl
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import SCRIPTS
 from duel.cell import contract, shard
-from duel.host import spreadsheet, summary
+from duel.host import comparisons, spreadsheet, summary
+
+pytestmark = pytest.mark.unit
 
 POINTS = [(1, 8), (1, 64), (2, 8)]
 
@@ -216,3 +222,72 @@ def test_2019_csv_layout(tmp_path):
     old = pq.read_table(paths[0]).to_pylist()
     assert lines[0] == "model,1x8,1x64,2x8"
     assert lines[1] == "gpt2,%r,%r,N/A" % (old[0]["mean"] / 1000.0, old[1]["mean"] / 1000.0)
+
+
+def spoil(shards):
+    """The second shard truncated (a job killed while copying it), the fourth not Parquet."""
+    with open(shards[1], "rb") as handle:
+        data = handle.read()
+    with open(shards[1], "wb") as handle:
+        handle.write(data[:len(data) // 2])
+    with open(shards[3], "w") as handle:
+        handle.write("not a shard\n")
+    return [shards[1], shards[3]]
+
+
+def test_a_corrupt_or_truncated_shard_is_named_with_what_to_do(shards):
+    bad = spoil(shards)
+    with pytest.raises(summary.ShardError) as error:
+        summary.read_shards(shards)
+    lines = str(error.value).splitlines()
+    assert len(lines) == 2  # one line per bad shard, every bad shard at once
+    for line, path in zip(lines, bad):
+        assert line.startswith("cannot merge shard %s: not a readable Parquet file, corrupt or "
+                               "truncated (ArrowInvalid: " % path)
+        assert line.endswith("Delete it and run the same command again: Snakemake measures that "
+                             "cell again, alone.")
+
+
+def test_a_shard_with_a_column_of_the_wrong_type_is_named(tmp_path):
+    path = str(tmp_path / "odd.parquet")
+    pq.write_table(pa.table({"era": ["current"], "batch_size": ["one"]}), path)
+    with pytest.raises(summary.ShardError, match="odd.parquet: its column batch_size is not "
+                                                 "int64"):
+        summary.read_shard(path)
+
+
+MERGE_AS_SNAKEMAKE_RUNS_IT = """
+import runpy, sys, types
+shards, folder = sys.argv[2].split(","), sys.argv[3]
+snakemake = types.SimpleNamespace(
+    log=[folder + "/merge.log"], input=types.SimpleNamespace(shards=shards),
+    output=types.SimpleNamespace(parquet=folder + "/summary.parquet", csv=folder + "/summary.csv",
+                                 xlsx=folder + "/summary.xlsx", csv_2019=folder + "/csv-2019"),
+    params=types.SimpleNamespace(min_effect=0.05))
+runpy.run_path(sys.argv[1], init_globals={"snakemake": snakemake}, run_name="__main__")
+"""
+
+
+def test_the_merge_job_says_it_in_one_line_in_its_log_and_on_the_console(shards, tmp_path):
+    bad = spoil(shards)
+    result = subprocess.run(
+        [sys.executable, "-c", MERGE_AS_SNAKEMAKE_RUNS_IT, os.path.join(SCRIPTS, "merge_shards.py"),
+         ",".join(shards), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    with open(str(tmp_path / "merge.log")) as handle:
+        log = handle.read()
+    assert log == result.stderr and result.stdout == ""
+    assert [line.split(": ")[0] for line in log.splitlines()] == \
+        ["cannot merge shard %s" % path for path in bad]
+    assert "Traceback" not in log and not os.path.exists(str(tmp_path / "summary.parquet"))
+
+
+def test_mode_speedups_say_why_a_ratio_is_missing(shards):
+    speedups = comparisons.mode_speedups(summary.read_shards(shards))
+    rows = {(row["model"], row["point"]): row for _, row in speedups.iterrows()}
+    assert set(speedups["mode"]) == {"torchscript"} and len(rows) == len(POINTS)
+    assert rows[("gpt2", "1x64")]["status"] == "error" and pd.isna(rows[("gpt2", "1x64")]["ratio"])
+    for point in ("1x8", "2x8"):
+        row = rows[("gpt2", point)]
+        assert row["status"] == "ok" and row["ratio"] == row["reported_ms_eager"] / \
+            row["reported_ms_torchscript"] > 1

@@ -2,8 +2,12 @@
 import glob
 import os
 
+import pytest
+
 from conftest import MODELS
 from duel.cell import compat, models
+
+pytestmark = pytest.mark.unit
 
 # The tokenizer limits the 2019 script applied (max_model_input_sizes).
 MAXIMUM_2019 = {

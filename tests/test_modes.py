@@ -4,10 +4,13 @@ import subprocess
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 
 from conftest import MODELS, QUICK, SCRIPTS, snakemake, write_config
 
 
+@pytest.mark.workflow
+@pytest.mark.era
 def test_graph_modes_and_precisions_run_or_skip_with_their_reason_in_each_era(tmp_path,
                                                                             models_dir):
     config = write_config(tmp_path, models_dir=models_dir, eras=["hf2019", "current"],
@@ -44,6 +47,7 @@ def test_graph_modes_and_precisions_run_or_skip_with_their_reason_in_each_era(tm
         "GPUs only" in low[("hf2019", "xla")]["message"]
 
 
+@pytest.mark.framework
 def test_transfo_xl_is_not_traced_and_not_even_built(tmp_path):
     output = str(tmp_path / "shard.parquet")
     result = subprocess.run(

@@ -9,6 +9,8 @@ import pytest
 from duel.cell import contract, shard
 from duel.host import plots, statistics, summary
 
+pytestmark = pytest.mark.unit
+
 POINTS = [(1, 8), (1, 64), (2, 8)]
 # (era, framework, mode, model, speed, {point: status}): a small run with every kind of gap.
 CELLS = [
@@ -114,6 +116,8 @@ def test_gaps_are_marked_and_titles_name_hardware_and_era(drawn):
     heat = svg_text(folders["ratio"], stem)
     assert "TensorFlow OOM" in heat and "PyTorch N/A" in heat
     assert "PyTorch time / TensorFlow time" in heat
+    modes = svg_text(folders["modes"], stem)  # the mode's own gap, or its eager point's
+    assert "error" in modes and "OOM" in modes and "N/A" in modes
     memory = svg_text(folders["memory"], stem)
     assert "(MiB)" in memory
     eras = svg_text(folders["eras"], "cpu_fp32_inference_duel_tensorflow_function")

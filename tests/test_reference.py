@@ -11,6 +11,8 @@ import pytest
 
 from conftest import SCRIPTS, TEST_MODELS
 
+pytestmark = pytest.mark.framework
+
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
 

@@ -24,6 +24,7 @@ def processes(medians, size=40, seed=0):
     return [process(median, size, seed * 100 + index) for index, median in enumerate(medians)]
 
 
+@pytest.mark.unit
 def test_a_shift_between_processes_is_clear_within_one_process_but_not_over_processes():
     # PyTorch's three processes landed at 1.00, 1.12 and 0.92 (the machine's state), TensorFlow
     # at 0.97, 1.08, 1.01: no real difference. One process each looks clear...
@@ -37,6 +38,7 @@ def test_a_shift_between_processes_is_clear_within_one_process_but_not_over_proc
     assert low < 1.0 < high and not statistics.is_clear(low, high, ratio, 0.05)
 
 
+@pytest.mark.unit
 def test_a_real_twenty_percent_difference_stays_clear_over_processes():
     pytorch = processes([1.20, 1.23, 1.18], seed=3)
     tensorflow = processes([1.00, 1.02, 0.99], seed=4)
@@ -47,6 +49,7 @@ def test_a_real_twenty_percent_difference_stays_clear_over_processes():
         ("yes", "TensorFlow faster")
 
 
+@pytest.mark.unit
 def test_a_difference_below_the_minimum_effect_is_not_clear_even_with_a_tight_interval():
     pytorch = [process(1.03, 400, 5, jitter=0.001)]
     tensorflow = [process(1.00, 400, 6, jitter=0.001)]
@@ -57,12 +60,14 @@ def test_a_difference_below_the_minimum_effect_is_not_clear_even_with_a_tight_in
     assert statistics.verdict(1.03, low, high, 0.02, "a", "b") == ("yes", "b")
 
 
+@pytest.mark.unit
 def test_pooled_figures_median_of_medians_and_mean_of_all_samples():
     groups = [[1.0, 2.0, 3.0], [10.0, 10.0, 10.0, 10.0], [4.0]]
     assert statistics.pooled_figure(groups, "median") == 4.0  # median of 2, 10, 4
     assert statistics.pooled_figure(groups, "mean") == pytest.approx(50.0 / 8)
 
 
+@pytest.mark.unit
 def test_the_interval_says_whether_it_saw_more_than_one_process():
     assert statistics.interval_kind(3, 3) == statistics.BETWEEN
     assert statistics.interval_kind(1, 3) == statistics.WITHIN
@@ -90,6 +95,7 @@ def merged(tmp_path, rows):
     return summary.read_shards([path])
 
 
+@pytest.mark.unit
 def test_the_point_table_pools_replicates_and_measures_their_spread(tmp_path):
     rows = [point_row("pytorch", r, m) for r, m in ((1, 10.0), (2, 12.0), (3, 10.5))]
     table = replicates.point_table(merged(tmp_path, rows))
@@ -107,6 +113,7 @@ def test_the_point_table_pools_replicates_and_measures_their_spread(tmp_path):
     assert reported["reported_ms"].iloc[0] == point["median"]
 
 
+@pytest.mark.unit
 def test_hf2019_pools_the_mean_of_every_sample(tmp_path):
     rows = [point_row("pytorch", r, m, method="hf2019", n=n)
             for r, m, n in ((1, 10.0, 30), (2, 14.0, 10))]
@@ -116,6 +123,7 @@ def test_hf2019_pools_the_mean_of_every_sample(tmp_path):
     assert summary.with_reported(merged(tmp_path, rows))["reported_ms"].iloc[0] == point["mean"]
 
 
+@pytest.mark.unit
 def test_a_point_that_failed_in_one_replicate_is_not_ok_and_says_which(tmp_path):
     rows = [point_row("pytorch", 1, 10.0), point_row("pytorch", 2, 0, status="oom")]
     point = replicates.point_table(merged(tmp_path, rows)).iloc[0]
@@ -123,6 +131,7 @@ def test_a_point_that_failed_in_one_replicate_is_not_ok_and_says_which(tmp_path)
     assert point["median"] is None or np.isnan(point["median"])
 
 
+@pytest.mark.unit
 def test_an_old_shard_without_replicate_merges_as_replicate_one(tmp_path):
     row = point_row("pytorch", 1, 10.0)
     new = shard.write_shard([row], str(tmp_path / "new.parquet"))
@@ -134,6 +143,7 @@ def test_an_old_shard_without_replicate_merges_as_replicate_one(tmp_path):
     assert point["replicates"] == 1 and point["median"] == row["median"]
 
 
+@pytest.mark.unit
 def test_shard_and_log_paths_follow_the_identity():
     cell = plan.Cell("current", "cpu", "pytorch", "eager", "fp32", "inference", "gpt2", 2)
     assert plan.shard_path(cell) == \
@@ -142,6 +152,7 @@ def test_shard_and_log_paths_follow_the_identity():
     assert contract.CELL_KEYS[-1] == "replicate" and "replicate" in contract.NAMES
 
 
+@pytest.mark.unit
 def test_rounds_come_first_in_the_planned_order():
     config = {"eras": ["current"], "devices": ["cpu"], "frameworks": ["pytorch", "tensorflow"],
               "modes": {"pytorch": ["eager"], "tensorflow": ["function"]}, "models": ["gpt2"],
@@ -167,6 +178,7 @@ def replicated_run(tmp_path_factory):
     return workdir, config
 
 
+@pytest.mark.workflow
 def test_each_replicate_is_its_own_process_shard_and_log(replicated_run):
     workdir, _ = replicated_run
     rows = []
@@ -188,6 +200,7 @@ def test_each_replicate_is_its_own_process_shard_and_log(replicated_run):
     assert first <= second
 
 
+@pytest.mark.workflow
 def test_the_reports_rest_on_both_replicates(replicated_run):
     workdir, _ = replicated_run
     results = os.path.join(str(workdir), "results")
@@ -209,6 +222,7 @@ def test_the_reports_rest_on_both_replicates(replicated_run):
                                        "current_cpu_fp32_inference_duel.png"))
 
 
+@pytest.mark.workflow
 def test_adding_a_replicate_runs_only_the_new_round(replicated_run):
     workdir, config = replicated_run
     result = snakemake(workdir, "-n", "--cores", "all", "--configfile", config, "--config",

@@ -7,6 +7,8 @@ import pytest
 
 from duel.cell import contract, shard
 
+pytestmark = pytest.mark.unit
+
 
 def make_row(**values):
     row = contract.empty_row()

@@ -23,6 +23,8 @@ import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
 from one_node_slurm import NODE, PARTITION, Cluster, ClusterError, install_packages
 
+pytestmark = pytest.mark.slurm
+
 SLURM_PYTHON = os.path.join(REPO, ".venv-slurm", "bin", "python")
 PROFILE = os.path.join(REPO, "config", "profiles", "slurm")
 TINY, BROKEN = "tiny-bert-16pos", "tiny-bert-bad-heads"

@@ -1,12 +1,16 @@
 """Bootstrap intervals on synthetic samples with a known answer, and the statistics tables."""
 import os
+import re
 
 import numpy as np
 import openpyxl
+import pandas as pd
 import pytest
 
 from duel.cell import contract, shard
-from duel.host import spreadsheet, statistics, summary
+from duel.host import pages, spreadsheet, statistics, summary
+
+pytestmark = pytest.mark.unit
 
 
 def lognormal(median, size, seed, spread=0.1):
@@ -56,6 +60,9 @@ def test_the_same_seed_gives_the_same_interval():
     assert statistics.bootstrap_ratio(a, b) != statistics.bootstrap_ratio(a, b, seed=1)
 
 
+POINT_SEED = int(os.environ.get("DUEL_TEST_SEED", "0"))
+
+
 def point_rows(framework, mode, medians, statuses=None, n=20, method="duel"):
     rows = []
     for index, ((batch, length), median) in enumerate(sorted(medians.items())):
@@ -66,7 +73,9 @@ def point_rows(framework, mode, medians, statuses=None, n=20, method="duel"):
         status = (statuses or {}).get((batch, length), "ok")
         row["status"] = status
         if status == "ok":
-            samples = [float(v) for v in lognormal(median, n, hash((framework, mode, index)) % 97)]
+            # A stable seed per point, the same on both sides: a pair with the same median
+            # then has the same samples, an equal pair at any seed (DUEL_TEST_SEED varies it).
+            samples = [float(v) for v in lognormal(median, n, POINT_SEED + index)]
             row.update(samples=samples, n_samples=n, median=float(np.median(samples)),
                        mean=float(np.mean(samples)))
         rows.append(row)
@@ -159,3 +168,27 @@ def test_headline_is_the_2019_aggregation_beside_medians(frame):
         ok["median"].median() / 1000)
     assert sorted(table[table["source"].str.contains("published")]["mean_s"]) == [
         0.043, 0.046, 0.748, 0.823]
+
+
+def test_the_statistics_page_is_one_table_per_section_coloured_by_verdict(frame):
+    points = summary.with_reported(frame)
+    ratios = statistics.point_ratios(points)
+    page = pages.statistics_page(ratios, statistics.pair_summary(ratios),
+                                 statistics.headline(points), statistics.noise_table(points))
+    assert page.count("<table") == 3  # pairs, headline, points (one replicate: no noise table)
+    cells = re.findall(r'<td id="T_ratios_row\d+_col\d+" class="([^"]*)" >([^<]*)</td>', page)
+    verdicts = [(classes.split()[-1], text) for classes, text in cells if "verdict" in classes]
+    assert len(verdicts) == len(ratios)
+    colour = {"PyTorch faster": "pytorch", "TensorFlow faster": "tensorflow"}
+    assert all(css == colour.get(text, "unclear") for css, text in verdicts)
+    assert {text for _, text in verdicts} >= {"PyTorch faster", "TensorFlow faster"}
+    texts = [text for _, text in cells]
+    assert not {"nan", "None", "<NA>", "NaN"} & set(texts)  # missing values are empty cells
+    ratio = ratios.iloc[0]["ratio"]
+    assert "%.4g" % ratio in texts
+
+
+def test_page_tables_escape_their_text():
+    table = pages.table(pd.DataFrame({"model": ["<b>x</b>"], "ratio": [1 / 3.0]}), "t")
+    assert "&lt;b&gt;x&lt;/b&gt;" in table and "<b>" not in table and ">0.3333<" in table
+    assert '#T_t th.col0 {\n  text-align: left;' in table  # text heading left, number right

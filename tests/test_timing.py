@@ -6,6 +6,8 @@ import pytest
 
 from duel.cell import timing
 
+pytestmark = pytest.mark.unit
+
 
 def busy_wait(milliseconds):
     """A call that takes ``milliseconds`` of wall time (busy loop: no scheduler sleep jitter)."""
@@ -33,8 +35,10 @@ def test_duel_measures_a_known_duration():
     measurement = timing.time_duel(busy_wait(5.0), settings=settings)
     stats = timing.summarise(measurement)
     assert stats["n_samples"] == 20
-    assert 5.0 <= stats["median"] < 5.5
-    assert stats["min"] >= 5.0
+    # The least disturbed sample bounds what the harness adds; the median holds the same bound
+    # on a quiet machine but grows with other processes' time slices on a shared one.
+    assert 5.0 <= stats["min"] < 5.5
+    assert stats["median"] >= 5.0
 
 
 def test_hf2019_measures_a_known_duration_and_reports_the_2019_mean():
@@ -43,7 +47,7 @@ def test_hf2019_measures_a_known_duration_and_reports_the_2019_mean():
     measurement = timing.time_hf2019(counter, settings)
     assert counter.calls == 1 + 10 * 3  # one untimed call, then repeat x number
     assert len(measurement.samples_ms) == 10
-    assert 2.0 <= measurement.mean_ms < 2.3
+    assert 2.0 <= min(measurement.samples_ms) < 2.3 and measurement.mean_ms >= 2.0  # as above
     # The 2019 figure: sum of the repeats' totals / repeat / number, i.e. the samples' mean.
     assert measurement.mean_ms == pytest.approx(np.mean(measurement.samples_ms), rel=1e-12)
     assert (measurement.warmup_calls, measurement.repeat, measurement.number) == (1, 10, 3)
@@ -73,6 +77,19 @@ def test_the_first_call_is_kept_apart_from_the_samples():
     calls[:] = []
     hf2019 = timing.time_hf2019(call, timing.Hf2019Settings(repeat=3, number=2))
     assert hf2019.first_call_ms >= 20.0 and max(hf2019.samples_ms) < 5.0
+
+
+def test_the_first_call_stays_out_of_the_samples_even_without_warm_up():
+    calls = []
+
+    def call():  # 20 ms the first time (a trace, a compile), 1 ms after
+        busy_wait(20.0 if not calls else 1.0)()
+        calls.append(1)
+
+    duel = timing.time_duel(call, settings=timing.DuelSettings(0, 5, 0.0, 5, 10.0))
+    # the median, not the maximum: one 1 ms call can be preempted on a busy machine
+    assert duel.first_call_ms >= 20.0 and np.median(duel.samples_ms) < 5.0
+    assert duel.warmup_calls == 1 and len(calls) == 1 + 5
 
 
 def test_duel_runs_at_least_min_time():

@@ -13,6 +13,8 @@ from conftest import QUICK, SCRIPTS, TEST_MODELS, snakemake, write_config
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
 
+@pytest.mark.workflow
+@pytest.mark.era
 def test_training_cells_in_both_frameworks_and_eras(tmp_path, models_dir):
     config = write_config(tmp_path, models_dir=models_dir, eras=["hf2019", "current"],
                           models=["tiny-bert-16pos"], tasks=["training"],
@@ -59,6 +61,7 @@ def training_weights(tmp_path_factory):
     return folder
 
 
+@pytest.mark.framework
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_a_broken_optimiser_fails_the_loss_check(tmp_path, training_weights, framework):
     output = str(tmp_path / "broken.parquet")

@@ -8,6 +8,7 @@
 - Keras: 4.x's TensorFlow models use the Keras transformers picked (``tf_keras`` with
   ``TF_USE_LEGACY_KERAS=1``), 2.1.1's use ``tf.keras``; a mixed-precision policy must be set on
   that one. ``keras_policy_setter`` finds it (None where Keras has no policies: TF before 2.4).
+- TF32 switches: torch 1.7+ and TensorFlow 2.4+ have them, the 2019 stack has none.
 - Thread pools: ``torch.set_num_interop_threads`` does not exist in every release and may be
   called once per process; ``set_interop_threads`` sets it where it can.
 - Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
@@ -85,3 +86,30 @@ def set_interop_threads(torch, threads):
         setter(threads)
     except RuntimeError:  # already set or started in this process
         pass
+
+
+# TF32 (tensor-float-32: fp32 matrix products on Ampere+ tensor cores, 10-bit mantissa). Each
+# framework has its own switches, and the 2019 stack has none (torch 1.3, TensorFlow 2.0).
+_TORCH_TF32_FLAGS = (("torch.backends.cuda.matmul.allow_tf32", ("cuda", "matmul")),
+                     ("torch.backends.cudnn.allow_tf32", ("cudnn",)))
+
+
+def torch_tf32_switches(torch):
+    """[(name, owner)] of the ``allow_tf32`` flags this torch has (matmul since 1.7, cuDNN
+    convolutions since 1.7; none in torch 1.3)."""
+    found = []
+    for name, path in _TORCH_TF32_FLAGS:
+        owner = torch.backends
+        for part in path:
+            owner = getattr(owner, part, None)
+        if owner is not None and hasattr(owner, "allow_tf32"):
+            found.append((name, owner))
+    return found
+
+
+def tensorflow_tf32_switch(tf):
+    """(set, get) of TensorFlow's tensor-float-32 switch (2.4+), or None (TensorFlow 2.0)."""
+    experimental = tf.config.experimental
+    setter = getattr(experimental, "enable_tensor_float_32_execution", None)
+    getter = getattr(experimental, "tensor_float_32_execution_enabled", None)
+    return (setter, getter) if setter is not None and getter is not None else None

@@ -78,6 +78,11 @@ DEPLOYMENT = [  # deployment modes only (adapters/deployed.py says how each is m
     ("runtime", pa.string()),  # e.g. libtorch, tensorflow-c, torch.jit (Python)
     ("runtime_version", pa.string()),
 ]
+GRAPH = [  # mode compile (adapters/pytorch.py): what torch.compile did during the point
+    ("compiles", pa.int64()),  # graphs Dynamo compiled (a static graph per point: 1)
+    ("recompiles", pa.int64()),  # of those, compiled after the point's first call (0)
+    ("graph_breaks", pa.int64()),
+]
 WORK = [
     ("flops", pa.float64()),
     ("achieved_gflops", pa.float64()),
@@ -90,6 +95,9 @@ ENVIRONMENT = [
     ("pyarrow_version", pa.string()),
     ("cuda", pa.string()),
     ("cudnn", pa.string()),
+    # TF32 for fp32 matrix products as the framework reports its switches: on, off, or n/a (a
+    # CPU, or an era without the switch); config key tf32 sets it (adapters/base.py).
+    ("tf32", pa.string()),
     ("device_name", pa.string()),
     ("gpu_driver", pa.string()),
     ("cpu_model", pa.string()),
@@ -120,7 +128,7 @@ ENVIRONMENT = [
     ("slurm_gpus", pa.string()),
 ]
 
-COLUMNS = (IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + DEPLOYMENT + WORK
+COLUMNS = (IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + DEPLOYMENT + WORK
            + ENVIRONMENT)
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]

@@ -52,7 +52,7 @@ def check_output(adapter, call, method, reference_dir, seq_len):
         hidden = adapter.to_numpy(adapter.last_hidden_state(call()))
     return {
         "max_abs_diff": reference.max_abs_difference(hidden, expected),
-        "diff_tolerance": reference.tolerance(expected, adapter.precision),
+        "diff_tolerance": reference.tolerance(expected, adapter.check_precision()),
     }
 
 
@@ -61,6 +61,7 @@ def measure(adapter, spec, point, settings):
     the call (inference) or the training columns (training)."""
     if adapter.task == "training" and not adapter.fresh:  # each point starts from the weights
         adapter.build(spec, settings.seed, settings.reference_dir)
+    adapter.begin_point()
     adapter.reset_device_peak()
     canary_before_ms = conditions.canary_ms()
     probe = PeakRssProbe().start()
@@ -82,6 +83,7 @@ def measure(adapter, spec, point, settings):
         else:
             measurement = timing.time_duel(call, adapter.synchronise, settings.duel)
     columns = timing.summarise(measurement)
+    columns.update(adapter.graph_columns())
     columns["point_wall_s"] = time.perf_counter() - began
     columns["setup_s"] = setup_s
     columns["canary_before_ms"] = canary_before_ms
@@ -172,7 +174,10 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
                 row["status"] = "ok"
                 reported = row["mean"] if point.method == "hf2019" else row["median"]
                 row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
-                if cell.task == "training":
+                problem = adapter.graph_problem(columns)
+                if problem:
+                    row["status"], row["message"] = "error", problem
+                elif cell.task == "training":
                     row.update(judge_training(columns))
                 else:
                     row.update(judge_output(adapter, call, point, settings))

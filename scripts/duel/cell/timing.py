@@ -32,7 +32,7 @@ Measurement.__new__.__defaults__ = (None,)  # gc_collections: not counted (hf201
 Measurement.__doc__ = """Raw samples of one point (ms per call) and how they were taken.
 
 ``mean_ms`` is the method's own reported mean (for hf2019 computed exactly as the 2019 script did);
-``first_call_ms`` the untimed first call, one-off costs included (None without warm-up).
+``first_call_ms`` the untimed first call, one-off costs included.
 """
 
 DuelSettings = namedtuple(
@@ -76,10 +76,13 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
     Stops once it has ``min_samples`` samples and has run ``min_time_s`` seconds, or at
     ``max_samples`` samples, or once ``max_time_s`` seconds have passed (then with fewer samples
     than ``min_samples`` if a single call is that slow; ``n_samples`` tells how many).
+    At least one warm-up call whatever ``warmup_calls`` says (the config refuses 0): the first
+    call of a shape traces or compiles, and that is never a sample.
     """
+    warmup_calls = max(1, settings.warmup_calls)  # the first call is never a sample
     synchronise()
-    first_call_ms = _timed_ms(call, synchronise, clock) if settings.warmup_calls else None
-    for _ in range(settings.warmup_calls - 1):
+    first_call_ms = _timed_ms(call, synchronise, clock)
+    for _ in range(warmup_calls - 1):
         call()
     synchronise()
     samples = []
@@ -96,7 +99,7 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
             if enough or len(samples) >= settings.max_samples or elapsed >= settings.max_time_s:
                 break
     return Measurement(
-        samples, float(np.mean(samples)), settings.warmup_calls, None, None, first_call_ms,
+        samples, float(np.mean(samples)), warmup_calls, None, None, first_call_ms,
         collector.get("collections", 0),
     )
 

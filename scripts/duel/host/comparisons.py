@@ -14,9 +14,10 @@ POINT_KEYS = ["model", "batch_size", "seq_len", "point"]
 
 def pair_up(frame, key, first, second, on):
     """Rows of ``frame`` with ``key == first`` joined to rows with ``key == second`` on the
-    columns ``on``; suffixes ``_<first>`` / ``_<second>``; ``ratio`` = first time / second time."""
+    columns ``on``; suffixes ``_<first>`` / ``_<second>`` (each side's time, status, version);
+    ``ratio`` = first time / second time."""
     frame = summary.with_reported(frame)
-    columns = on + ["reported_ms", "framework_version", "mode"]
+    columns = on + ["reported_ms", "status", "framework_version", "mode"]
     columns = list(dict.fromkeys(column for column in columns if column != key))
     left = frame[frame[key] == first][columns]
     right = frame[frame[key] == second][columns]
@@ -41,16 +42,21 @@ def framework_ratios(frame):
 
 
 def mode_speedups(frame):
-    """Eager time / mode time per framework, for every mode but eager (> 1: the mode is faster)."""
+    """Eager time / mode time per framework, for every mode but eager (> 1: the mode is faster);
+    ``status``: the mode's, or eager's where only eager's point is not ok (why a ratio is N/A)."""
     on = [key for key in summary.TABLE_KEYS if key != "mode"] + POINT_KEYS
     frame = summary.with_reported(frame)
     pairs = []
     for mode in frame.loc[frame["mode"] != "eager", "mode"].drop_duplicates():
         pair = pair_up(frame[frame["mode"].isin(["eager", mode])], "mode", "eager", mode, on)
         pair["mode"] = mode
+        pair["status"] = [
+            eager if own == "ok" else own
+            for own, eager in zip(pair["status_%s" % mode], pair["status_eager"])
+        ]
         pairs.append(pair)
     if not pairs:
-        return pd.DataFrame(columns=on + ["mode", "ratio"])
+        return pd.DataFrame(columns=on + ["mode", "ratio", "status"])
     return pd.concat(pairs, ignore_index=True)
 
 

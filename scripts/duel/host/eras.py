@@ -11,10 +11,16 @@ virtual environment built from its lock file, once, and reused:
    ``pip check``;
 4. write ``duel-env.json`` last (lock file hash, interpreter, ``pip freeze``), atomically.
 
+Each environment lives at ``<era_envs_dir>/<era>/<device>/<first 12 hex digits of its lock file's
+SHA-256>`` (``keyed_prefix``), so environments of different versions of a lock file (today's, and
+an old run's being rebuilt by scripts/rebuild_run.py) coexist. Era ``current`` runs in ``.venv``
+only while ``.venv`` holds its lock's pins; otherwise it is built like any other era.
+
 The marker file is the proof of a finished build: an environment without it, or whose marker
 names another lock file hash or an interpreter that is gone, is stale and is rebuilt, never reused.
 """
 import datetime
+import functools
 import glob
 import hashlib
 import json
@@ -28,10 +34,48 @@ NATIVE_ERA = "current"
 NATIVE_DEVICE = "cpu"
 
 
-def is_native(era, device):
+def is_native(era, device, lock=None):
     """Whether cells of ``era`` on ``device`` run in the workflow's own environment (today's CPU
-    stack, envs/current-cpu.txt); every other era and device gets a built environment."""
-    return era == NATIVE_ERA and device == NATIVE_DEVICE
+    stack, envs/current-cpu.txt); every other era and device gets a built environment. Given the
+    era's ``lock``, era ``current`` is native only while this environment holds the lock's pins
+    (a rebuild of an old run whose lock differs builds an environment of its own)."""
+    if era != NATIVE_ERA or device != NATIVE_DEVICE:
+        return False
+    return lock is None or not native_mismatches(lock)
+
+
+def lock_pins(lock):
+    """(name, version) of every ``name==version`` line of a lock file (hash options ignored)."""
+    with open(lock) as handle:
+        text = handle.read().replace("\\\n", " ")
+    pins = []
+    for line in text.splitlines():
+        words = line.split("#")[0].split()
+        if words and "==" in words[0]:
+            name, _, version = words[0].partition("==")
+            pins.append((name.split("[")[0], version))
+    return pins
+
+
+@functools.lru_cache(maxsize=None)
+def _mismatches(lock, digest):
+    from importlib import metadata
+
+    wrong = []
+    for name, version in lock_pins(lock):
+        try:
+            installed = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            installed = None
+        if installed is None or installed.split("+")[0] != version.split("+")[0]:
+            wrong.append("%s==%s (here: %s)" % (name, version, installed or "not installed"))
+    return tuple(wrong)
+
+
+def native_mismatches(lock):
+    """The pins of ``lock`` this interpreter's environment does not hold (a local version label
+    such as torch's +cpu aside); empty when the workflow's own environment is that lock's."""
+    return list(_mismatches(lock, file_sha256(lock)))
 MARKER = "duel-env.json"
 REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
 
@@ -100,6 +144,18 @@ def env_prefix(envs_dir, era, device):
     return os.path.join(envs_dir, era, device)
 
 
+def lock_key(lock):
+    """The short hash that names an environment built from ``lock`` (first 12 hex digits)."""
+    return file_sha256(lock)[:12]
+
+
+def keyed_prefix(envs_dir, era, device, lock):
+    """Where the environment of ``era`` on ``device`` built from ``lock`` lives:
+    ``<envs_dir>/<era>/<device>/<lock hash>``, so environments of different lock files (today's
+    and an old run's being rebuilt) sit side by side and neither replaces the other."""
+    return os.path.join(env_prefix(envs_dir, era, device), lock_key(lock))
+
+
 def env_python(prefix):
     return os.path.join(prefix, "bin", "python")
 
@@ -134,10 +190,46 @@ def discard_if_stale(prefix, lock):
     return reason
 
 
+def settle(prefix, lock, discard, log=sys.stderr):
+    """Why the environment at ``prefix`` must be built, or None; said on ``log``.
+
+    With ``discard`` (only the main invocation of a real run) a stale environment loses its
+    marker, so that its build rule runs again; without it (a dry run, any other invocation that
+    only plans) nothing on disk changes and the message says what a real run would rebuild.
+    """
+    reason = discard_if_stale(prefix, lock) if discard else stale_reason(prefix, lock)
+    if reason:
+        log.write("environment %s %s: %s\n" % (
+            prefix, "will be built" if discard else "would be built by a real run (nothing "
+            "deleted now)", reason))
+    return reason
+
+
 def _run(command, log):
     log.write("$ %s\n" % " ".join(command))
     log.flush()
     subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+
+
+UNINSTALLABLE = re.compile(r"(?:No matching distribution found for|Could not find a version "
+                           r"that satisfies the requirement)\s+(\S+)")
+
+
+def install(pip, lock, log):
+    """``pip install --no-deps -r lock``; when pins cannot be installed (an old lock whose
+    packages are gone from the index, or have no build for this interpreter), an EraError
+    naming them."""
+    command = pip + ["install", "--no-deps", "-r", lock]
+    log.write("$ %s\n" % " ".join(command))
+    answer = subprocess.run(command, capture_output=True, text=True)
+    log.write(answer.stdout + answer.stderr)
+    log.flush()
+    if answer.returncode != 0:
+        missing = sorted(set(UNINSTALLABLE.findall(answer.stdout + answer.stderr)))
+        if missing:
+            raise EraError("%s cannot be installed here: %s (pip finds no such release for "
+                           "this interpreter and platform)" % (lock, ", ".join(missing)))
+        raise subprocess.CalledProcessError(answer.returncode, command)
 
 
 def build_env(era, lock, prefix, log=sys.stderr):
@@ -148,7 +240,7 @@ def build_env(era, lock, prefix, log=sys.stderr):
         shutil.rmtree(prefix)
     _run([python, "-m", "venv", prefix], log)
     pip = [env_python(prefix), "-m", "pip", "--disable-pip-version-check"]
-    _run(pip + ["install", "--no-deps", "-r", lock], log)
+    install(pip, lock, log)
     _run(pip + ["check"], log)
     freeze = subprocess.run(pip + ["freeze"], capture_output=True, text=True, check=True)
     version = subprocess.run([env_python(prefix), "--version"], capture_output=True, text=True,

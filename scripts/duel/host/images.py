@@ -31,6 +31,7 @@ REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+)\.(\d+)\s*$", re.MULTILINE)
 # Bases a locally made Debian image can stand in for: the same release, the same packages.
 LOCAL_BASES = {"bookworm": re.compile(r"^debian:(12([.-]|$)|bookworm)")}
 LOCAL_BASE_NAME = "duel/debian:%s"
+NO_INDEX_ARG = "PIP_NO_INDEX"
 
 
 class ImageError(ValueError):
@@ -298,6 +299,16 @@ def make_local_base(suite, log=sys.stderr, mirror=None):
     return name
 
 
+def offline_install(dockerfile_path, lock_path, wheels):
+    """Whether the build's pip may skip the registry: the Dockerfile takes ``ARG PIP_NO_INDEX``
+    and ``wheels`` hold every pin of the lock file (pip would take the registry's copy of a wheel
+    it also finds in the context, downloading it again)."""
+    if not re.search(r"^ARG\s+%s\s*$" % NO_INDEX_ARG, _read(dockerfile_path), re.MULTILINE):
+        return False
+    have = {canonicalize_name(parse_wheel_filename(os.path.basename(w))[0]) for w in wheels}
+    return set(pinned_versions(lock_path)) <= have
+
+
 def build_docker_image(checkout, era, device, name, base=None, wheel_folders=(), ca_bundle=None,
                        lock_path=None, log=sys.stderr):
     """Build an era's image with the engine (host networking, so the build reaches the registries
@@ -316,6 +327,8 @@ def build_docker_image(checkout, era, device, name, base=None, wheel_folders=(),
                    "--label", "duel.base=%s" % (base or base_of(path))]
         if base:
             command += ["--build-arg", "BASE=%s" % base]
+        if offline_install(path, lock, wheels):
+            command += ["--build-arg", "%s=1" % NO_INDEX_ARG]
         log.write("$ %s %s\n" % (" ".join(command), folder))
         log.flush()
         result = subprocess.run(command + [folder], stdout=log, stderr=subprocess.STDOUT)

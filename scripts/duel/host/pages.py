@@ -7,6 +7,8 @@ import math
 import platform
 from importlib import metadata
 
+import pandas as pd
+
 from . import statistics, summary
 
 STYLE = """
@@ -15,9 +17,9 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
 th { background: #f0f0f0; }
 td.text, th.text { text-align: left; }
-tr.pytorch td.verdict { background: #cfe0f5; }
-tr.tensorflow td.verdict { background: #f8d3c4; }
-tr.unclear td.verdict { background: #eeeeee; }
+td.verdict.pytorch { background: #cfe0f5; }
+td.verdict.tensorflow { background: #f8d3c4; }
+td.verdict.unclear { background: #eeeeee; }
 pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 """
 HOST_PACKAGES = ("snakemake", "pandas", "numpy", "pyarrow", "openpyxl", "matplotlib")
@@ -37,20 +39,26 @@ def _cell(value):
     return str(value)
 
 
-def table(frame, row_class=None):
-    """``frame`` as an HTML table; text columns left-aligned, ``row_class(row)`` per row."""
-    text_columns = {name for name in frame.columns if frame[name].dtype.kind not in "if"}
-    head = "".join('<th class="%s">%s</th>' % ("text" if name in text_columns else "num",
-                                               html.escape(str(name))) for name in frame.columns)
-    lines = ["<table>", "<tr>%s</tr>" % head]
-    for _, row in frame.iterrows():
-        cells = "".join('<td class="%s">%s</td>' % (
-            "verdict text" if name == "verdict" else ("text" if name in text_columns else "num"),
-            html.escape(_cell(row[name]))) for name in frame.columns)
-        css = row_class(row) if row_class else ""
-        lines.append('<tr class="%s">%s</tr>' % (css, cells))
-    lines.append("</table>")
-    return "\n".join(lines)
+def table(frame, name, row_class=None):
+    """``frame`` as an HTML table, by pandas' Styler: text left-aligned, numbers right-aligned
+    with 4 significant digits, missing values empty, everything escaped; ``row_class(row)`` is a
+    class given to every cell of its row (the verdict colours). ``name`` keeps the table's
+    style apart from the other tables of its page."""
+    frame = frame.reset_index(drop=True)
+    text_columns = [column for column in frame.columns if frame[column].dtype.kind not in "if"]
+    classes = pd.DataFrame(
+        [[" ".join(word for word in (
+            "verdict" if column == "verdict" else "",
+            "text" if column in text_columns else "num",
+            row_class(row) if row_class else "") if word)
+          for column in frame.columns]
+         for _, row in frame.iterrows()],
+        index=frame.index, columns=frame.columns)
+    styler = (frame.style.hide(axis="index").format(_cell, escape="html")
+              .format_index(escape="html", axis=1).set_td_classes(classes).set_uuid(name)
+              .set_table_styles({column: [{"selector": "th", "props": "text-align: left"}]
+                                 for column in text_columns}, overwrite=False))
+    return styler.to_html()
 
 
 def page(title, body):
@@ -76,15 +84,16 @@ def statistics_page(ratios, pairs, headline, noise=None, min_effect=statistics.M
         "<h2>At a glance: clear wins per pair of modes</h2>",
         "<p>geomean_ratio: geometric mean of the compared points' ratios; replicates: the "
         "processes per point each verdict rests on (the fewest of the pair).</p>",
-        table(pairs),
+        table(pairs, "pairs"),
         "<h2>The 2019 headline: mean over models per framework and device</h2>",
         "<p>mean_s is the 2019 aggregation (mean of every point that ran, seconds per call); "
         "median_s its robust counterpart; the published rows were measured on other hardware, so "
         "compare ratios and rankings, not seconds.</p>",
         table(headline[["source", "hardware", "era", "device", "framework", "mode", "task",
-                        "method", "mean_s", "median_s", "ok_points", "points", "models"]]),
+                        "method", "mean_s", "median_s", "ok_points", "points", "models"]],
+              "headline"),
         "<h2>Every paired point</h2>",
-        table(ratios, _verdict_class),
+        table(ratios, "ratios", _verdict_class),
     ]
     if noise is not None and len(noise) and noise["replicates"].max() >= 2:
         body += [
@@ -92,7 +101,7 @@ def statistics_page(ratios, pairs, headline, noise=None, min_effect=statistics.M
             "<p>Each point's replicate figures (ms), the slowest over the fastest "
             "(replicate_spread) and their coefficient of variation; noisy: spread above "
             "%d%%.</p>" % round(100 * (statistics.NOISY_SPREAD - 1)),
-            table(noise),
+            table(noise, "noise"),
         ]
     return page("PyTorch vs TensorFlow: how sure is each difference", "\n".join(body))
 
@@ -108,12 +117,18 @@ def host_versions():
     return rows
 
 
-def environment_page(frame, lock_files):
+def environment_page(frame, lock_files, manifests=()):
     """One row per cell (software, hardware, threads, runner, commit, config hash), the lock
-    file of every era in the run, and the host software that made the report."""
+    file of every era in the run, links to the run manifests (scripts/rebuild_run.py reads
+    them), and the host software that made the report."""
     columns = summary.CELL_KEYS + summary.ENVIRONMENT
     cells = frame[columns].drop_duplicates(subset=summary.CELL_KEYS)
-    body = ["<h2>Each cell</h2>", table(cells.astype(object))]
+    body = ["<h2>Each cell</h2>", table(cells.astype(object), "cells")]
+    if manifests:
+        body.append("<h2>Run manifests (what each invocation ran, to rebuild it)</h2><ul>%s</ul>"
+                    % "".join('<li><a href="%s">%s</a></li>' % (html.escape(path),
+                                                                html.escape(path))
+                              for path in manifests))
     for era, path in lock_files:
         with open(path) as handle:
             pins = handle.read()

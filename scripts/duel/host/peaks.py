@@ -8,7 +8,9 @@ silicon could do if every unit were busy every cycle), never measured:
   clock is ``cpu_max_mhz`` (cpufreq's maximum, else the MHz the kernel reports, which in a
   virtual machine is the nominal clock). Reduced precision on a CPU has no known ceiling here
   (it depends on AMX / AVX-512 BF16 units the kernels may or may not use): None.
-- GPU: the data-sheet dense peak of known GPUs, fp32 without tensor cores, fp16/bf16 with them.
+- GPU: the data-sheet dense peak of known GPUs, fp32 without tensor cores, fp16/bf16 with them;
+  fp32 with TF32 on (column ``tf32``) the dense TF32 tensor-core peak, where the GPU has TF32
+  units (Ampere and newer; on older GPUs the switch changes nothing, so the fp32 peak stays).
 """
 import pandas as pd
 
@@ -25,6 +27,16 @@ GPU_PEAK_TFLOPS = (
     ("V100", 15.7, 125.0, None),
     ("T4", 8.1, 65.0, None),
     ("L4", 30.3, 121.0, 121.0),
+)
+
+# Dense TF32 tensor-core peaks, TFLOP/s (the data sheets' sparse figures halved); first match
+# wins. GPUs missing here have no TF32 units.
+GPU_TF32_PEAK_TFLOPS = (
+    ("H100 PCIe", 378.0),
+    ("H100", 494.7),
+    ("H200", 494.7),
+    ("A100", 156.0),
+    ("L4", 60.0),
 )
 
 
@@ -52,6 +64,10 @@ def peak_gflops(row):
     flags, mhz, threads = _value(row, "cpu_flags"), _value(row, "cpu_max_mhz"), _value(row, "threads")
     if row["device"] == "cuda":
         name = _value(row, "device_name") or ""
+        if precision == "fp32" and _value(row, "tf32") == "on":
+            for fragment, peak in GPU_TF32_PEAK_TFLOPS:
+                if fragment in name:
+                    return peak * 1000.0, "%s data sheet, dense TF32" % fragment
         for fragment, *peaks in GPU_PEAK_TFLOPS:
             if fragment in name:
                 peak = dict(zip(("fp32", "fp16", "bf16"), peaks))[precision]

@@ -119,25 +119,23 @@ def check_models(models, models_dir):
             raise PlanError("%s names model %r, expected %r" % (path, named, model))
 
 
-def check_eras(config, checkout, log=sys.stderr):
+def check_eras(config, checkout):
     """Every era needs a lock file; a built era needs a finished environment or its interpreter.
 
-    A stale environment (interrupted build, other lock file, interpreter gone) loses its marker
-    here, so that its build rule runs again instead of the cells reusing it.
+    Reads only: a stale environment (interrupted build, other lock file, interpreter gone)
+    loses its marker when a real run's jobs are planned (eras.settle, from rules/common.smk),
+    never while a dry run or a lint parses the workflow.
     """
     envs_dir = resolve_era_envs_dir(config, checkout)
     for era in config["eras"]:
         for device in config["devices"]:
             try:
                 lock = era_envs.lock_file(checkout, era, device)
-                native = era_envs.is_native(era, device)
+                native = era_envs.is_native(era, device, lock)
                 if native or config.get("runner", "native") != "native":
                     continue
-                prefix = era_envs.env_prefix(envs_dir, era, device)
-                reason = era_envs.discard_if_stale(prefix, lock)
-                if reason:
-                    log.write("era %s (%s): environment %s will be built: %s\n"
-                              % (era, device, prefix, reason))
+                prefix = era_envs.keyed_prefix(envs_dir, era, device, lock)
+                if era_envs.stale_reason(prefix, lock):
                     era_envs.find_python(era_envs.required_python(lock))
             except era_envs.EraError as error:
                 raise PlanError(str(error))
@@ -232,21 +230,25 @@ def check_modes(frameworks, modes):
             )
 
 
-def plan_cells(config, checkout, apptainer_enabled=False):
+def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
     """Every cell of the config, in a stable order; raises PlanError for what cannot run.
 
     Devices are checked per job (check_devices): whether a job runs here or on a cluster node
     is known only then. ``apptainer_enabled``: Snakemake runs with ``--sdm apptainer`` (needed
-    by runner apptainer).
+    by runner apptainer). ``probe``: check the eras' interpreters and the runner's engine and
+    images; False for a job's own re-parse (on a SLURM node, say), which the main invocation
+    has planned already.
     """
-    check_eras(config, checkout)
+    if probe:
+        check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))
     try:  # before the runner's checks: with docker or apptainer this is the reason to give
         deployment.check(config)
     except deployment.DeploymentError as error:
         raise PlanError(str(error))
-    check_runner(config, checkout, apptainer_enabled)
+    if probe:
+        check_runner(config, checkout, apptainer_enabled)
     return [
         Cell(era, device, framework, mode, precision, task, model, replicate)
         for replicate in range(1, config.get("replicates", 1) + 1)

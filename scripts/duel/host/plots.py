@@ -36,7 +36,7 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from . import chart_kinds, scopes, statistics, summary  # noqa: E402
+from . import chart_kinds, comparisons, scopes, statistics, summary  # noqa: E402
 
 KINDS = chart_kinds.KINDS
 FORMATS = ("png", "svg")
@@ -338,27 +338,9 @@ def length_charts(frame):
             log_y=True)
 
 
-def speedups(group):
-    """Rows of every graph mode with ``speedup`` = eager time / mode time at the same point;
-    the status is the mode's, or eager's where only eager failed."""
-    keys = ["framework", "model", "batch_size", "seq_len"]
-    eager = group[group["mode"] == "eager"][keys + ["status", "reported_ms"]]
-    graphs = group[group["mode"] != "eager"]
-    merged = graphs.merge(eager, on=keys, suffixes=("", "_eager"))
-    values, statuses = [], []
-    for _, row in merged.iterrows():
-        both = row["status"] == "ok" and row["status_eager"] == "ok"
-        values.append(float(row["reported_ms_eager"]) / float(row["reported_ms"]) if both
-                      else None)
-        statuses.append(row["status"] if row["status"] != "ok" else row["status_eager"])
-    merged["speedup"] = values
-    merged["status"] = statuses
-    return merged
-
-
 def modes_charts(frame):
     for values, group in _by_scope(frame):
-        rows = speedups(group)
+        rows = comparisons.mode_speedups(group)
         if rows.empty:
             continue
         title = ("Speed-up of each graph mode over its framework's eager mode (same point)\n%s"
@@ -367,7 +349,7 @@ def modes_charts(frame):
                               label=lambda framework, mode: "%s / eager" % scopes.series_label(
                                   framework, mode))
         yield scopes.file_stem(values), _line_figure(
-            rows, series, "speedup", title, "speed-up over eager (x; > 1: faster)",
+            rows, series, "ratio", title, "speed-up over eager (x; > 1: faster)",
             reference=1.0)
 
 

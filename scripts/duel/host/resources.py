@@ -37,9 +37,9 @@ def timing_threads(cell_threads, non_local, local_cores):
     return local_cores()
 
 
-def call_seconds(forward_flops, threads):
-    """A pessimistic duration of one forward call (s)."""
-    return CALL_S + forward_flops / (GFLOPS_PER_CORE * 1e9 * max(1, threads))
+def call_seconds(call_flops, threads):
+    """A pessimistic duration of one call (s): a forward pass, or a training step."""
+    return CALL_S + call_flops / (GFLOPS_PER_CORE * 1e9 * max(1, threads))
 
 
 def point_seconds(call_s, method, duel, hf2019):
@@ -61,12 +61,15 @@ def to_minutes(seconds):
     return int(math.ceil(MARGIN * seconds / 60.0))
 
 
-def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, hf2019, threads):
-    """Walltime (minutes) for a cell sweeping every batch size x length x method."""
+def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, hf2019, threads,
+                     task="inference"):
+    """Walltime (minutes) for a cell sweeping every batch size x length x method of its task's
+    own grid (plan.task_grid); a training call is a whole step (flops.point_flops: about three
+    forward passes, the language-modelling head included)."""
     total = STARTUP_S
     for batch in batch_sizes:
         for length in lengths_that_run(spec, sequence_lengths):
-            call_s = call_seconds(flops.forward_flops(spec, batch, length), threads)
+            call_s = call_seconds(flops.point_flops(spec, task, batch, length), threads)
             total += sum(point_seconds(call_s, method, duel, hf2019) for method in methods)
     return to_minutes(total)
 

@@ -24,27 +24,59 @@ MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1}
 ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
 
 
+class ShardError(ValueError):
+    """Shards the merge cannot read: a line per shard naming the file, what is wrong with it and
+    what to do about it."""
+
+
+def unreadable(path, problem):
+    return ShardError("cannot merge shard %s: %s. Delete it and run the same command again: "
+                      "Snakemake measures that cell again, alone." % (path, problem))
+
+
+def first_line(error):
+    lines = str(error).strip().splitlines()
+    return "%s: %s" % (type(error).__name__, lines[0] if lines else "")
+
+
 def read_shard(path):
-    """One shard as an Arrow table with exactly the contract's columns."""
-    table = pq.read_table(path)
+    """One shard as an Arrow table with exactly the contract's columns (ShardError if it is
+    corrupt, truncated or not a shard)."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise unreadable(path, "not a readable Parquet file, corrupt or truncated (%s)"
+                         % first_line(error))
     columns = []
     for name, kind in contract.COLUMNS:
-        if name in MIGRATED_DEFAULTS:
-            present = table.column(name) if name in table.column_names else pa.nulls(
-                table.num_rows, type=kind)
-            columns.append(present.cast(kind).fill_null(MIGRATED_DEFAULTS[name]))
-        elif name in table.column_names:
-            columns.append(table.column(name).cast(kind))
-        else:
-            columns.append(pa.nulls(table.num_rows, type=kind))
+        try:
+            if name in MIGRATED_DEFAULTS:
+                present = table.column(name) if name in table.column_names else pa.nulls(
+                    table.num_rows, type=kind)
+                columns.append(present.cast(kind).fill_null(MIGRATED_DEFAULTS[name]))
+            elif name in table.column_names:
+                columns.append(table.column(name).cast(kind))
+            else:
+                columns.append(pa.nulls(table.num_rows, type=kind))
+        except (pa.ArrowException, ValueError, TypeError) as error:
+            raise unreadable(path, "its column %s is not %s (%s)" % (name, kind, first_line(error)))
     return pa.Table.from_arrays(columns, names=contract.NAMES)
 
 
 def read_shards(paths):
-    """All shards, concatenated in the order given (the workflow's cell order)."""
+    """All shards, concatenated in the order given (the workflow's cell order); a ShardError
+    naming every shard that cannot be read."""
     if not paths:
         raise ValueError("no shards to merge")
-    table = pa.concat_tables([read_shard(path) for path in paths])
+    tables, problems = [], []
+    for path in paths:
+        try:
+            tables.append(read_shard(path))
+        except ShardError as error:
+            problems.append(str(error))
+    if problems:
+        raise ShardError("\n".join(problems))
+    table = pa.concat_tables(tables)
     return table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get)
 
 

@@ -44,7 +44,7 @@ class Adapter(object):
     precisions = ("fp32", "fp16", "bf16")
     out_of_memory_words = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
-    def __init__(self, mode, device, precision, threads, task="inference"):
+    def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
         for kind, value, known in (("mode", mode, self.modes), ("device", device, self.devices),
                                    ("precision", precision, self.precisions)):
             if value not in known:
@@ -55,12 +55,42 @@ class Adapter(object):
         self.precision = precision
         self.threads = threads
         self.task = task
+        self.tf32 = tf32
         self.model = None
         self.fresh = False  # built and not yet trained: a training point can start from it
 
     def environment(self):
         """Framework-specific environment columns."""
         raise NotImplementedError
+
+    def set_tf32(self, enabled):
+        """Let fp32 matrix products (and convolutions) run in TF32 on Ampere and newer GPUs
+        (``enabled``), or keep them strict fp32, through the framework's own switches where it
+        has them. Every adapter calls it in its constructor, so strict fp32 is the default on
+        both sides (TensorFlow's own default is TF32 on, PyTorch's matmul default off)."""
+        raise NotImplementedError
+
+    def tf32_flags(self):
+        """{switch: its value, read back from the framework now}; empty where it has none."""
+        return {}
+
+    def tf32_state(self):
+        """The ``tf32`` column: 'on' or 'off' as the framework reports its switches, 'n/a' on a
+        CPU and where the framework has no such switch (the 2019 stack)."""
+        flags = self.tf32_flags()
+        if self.device == "cpu" or not flags:
+            return "n/a"
+        values = set(bool(value) for value in flags.values())
+        if len(values) > 1:
+            return "mixed: " + ", ".join("%s=%s" % item for item in sorted(flags.items()))
+        return "on" if values.pop() else "off"
+
+    def check_precision(self):
+        """The precision whose tolerance the output check applies: TF32 rounds fp32 matrix
+        products to fp16's 10-bit mantissa, so fp32 with TF32 on is checked as 'tf32'."""
+        if self.precision == "fp32" and self.tf32_state() == "on":
+            return "tf32"
+        return self.precision
 
     def unsupported_reason(self, spec):
         """Why this cell cannot run ``spec`` in this era, or None (then it runs)."""
@@ -154,6 +184,20 @@ class Adapter(object):
     def last_hidden_state(self, outputs):
         """The final hidden state of a forward pass, whatever the era's output type."""
         return compat.last_hidden_state(outputs)
+
+    def begin_point(self):
+        """Prepare a new point before its input is made (e.g. a fresh compiled graph)."""
+        return None
+
+    def graph_columns(self):
+        """The point's graph columns (contract.GRAPH), read once its timed calls are done;
+        empty where the mode compiles nothing that could be counted."""
+        return {}
+
+    def graph_problem(self, columns):
+        """Why the point's timed calls did not run the graph its mode names (``columns`` from
+        graph_columns), or None: such a point is an error, never a number under a wrong name."""
+        return None
 
     def release_point(self):
         """Drop what one point left behind before the next point starts."""

@@ -56,9 +56,10 @@ class CppRunnerAdapter(Adapter):
     modes = ("jitcpp", "savedcpp")
     times_itself = True
 
-    def __init__(self, framework, mode, device, precision, threads, task="inference"):
+    def __init__(self, framework, mode, device, precision, threads, task="inference",
+                 tf32=False):
         self.framework = framework
-        super(CppRunnerAdapter, self).__init__(mode, device, precision, threads, task)
+        super(CppRunnerAdapter, self).__init__(mode, device, precision, threads, task, tf32)
         if MODES[mode][0] != framework:
             raise ValueError("mode %s belongs to %s, not %s" % (mode, MODES[mode][0], framework))
         self.deployment = Deployment()
@@ -182,6 +183,6 @@ class CppRunnerAdapter(Adapter):
 
 
 def adapter_class(framework):
-    def make(mode, device, precision, threads, task="inference"):
-        return CppRunnerAdapter(framework, mode, device, precision, threads, task)
+    def make(mode, device, precision, threads, task="inference", tf32=False):
+        return CppRunnerAdapter(framework, mode, device, precision, threads, task, tf32)
     return make

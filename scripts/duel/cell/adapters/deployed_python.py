@@ -29,8 +29,8 @@ def _deployed(base):
     """The Python deployment adapter on top of ``base`` (a framework adapter class)."""
 
     class DeployedPython(base):
-        def __init__(self, mode, device, precision, threads, task="inference"):
-            super(DeployedPython, self).__init__(mode, device, precision, threads, task)
+        def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
+            super(DeployedPython, self).__init__(mode, device, precision, threads, task, tf32)
             self.deployment = Deployment()
             self.load_ms = None
 

@@ -7,10 +7,19 @@ comparable); ``hf2019`` calls the model in eval mode without it, as the 2019 scr
   contexts as the timed calls (autocast included, without its weight cache, which a trace would
   freeze as constants); the trace is the point's ``setup_s``.
   Transfo-XL cannot be traced (it could not in 2019 either).
-- ``compile``: ``torch.compile(model)`` once per cell (default inductor backend); compilation
-  happens in each new shape's first call, so it lands in ``first_call_ms``, never in a sample.
+- ``compile``: ``torch.compile(model, dynamic=False)`` afresh for every point, after
+  ``torch._dynamo.reset()`` (default inductor backend): each point gets a static graph of its own
+  shape, compiled in its first call (``first_call_ms``, never a sample), as TorchScript traces
+  and tf.function retraces per shape, and Dynamo's recompile limit (per code object) is never
+  reached however long the grid (it raises rather than falling back to eager, where torch has
+  ``fail_on_recompile_limit_hit``). Each point records the graphs Dynamo compiled
+  (``compiles``), those compiled after the first call (``recompiles``) and its graph breaks
+  (``graph_breaks``), from ``torch._dynamo.utils.counters``; a point that compiled no graph (its
+  calls ran eagerly) or recompiled during its timed calls is an ``error``.
 Precision: fp16/bf16 run under ``torch.autocast`` (weights stay fp32, matrix products in the low
 precision). torch 1.3 has no autocast; there fp16 is 2019's ``--fp16``, ``model.half()``, on CUDA.
+TF32: ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32``, both
+set from the cell's ``tf32`` (default off: strict fp32).
 CUDA: ``torch.cuda.synchronize()`` is the barrier; the device peak is the caching allocator's
 ``max_memory_allocated``, reset per point.
 """
@@ -32,11 +41,13 @@ class PyTorchAdapter(Adapter):
     framework = "pytorch"
     modes = ("eager", "torchscript", "compile")
 
-    def __init__(self, mode, device, precision, threads, task="inference"):
-        super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task)
+    def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
+        super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task, tf32)
         torch.set_num_threads(threads)
         compat.set_interop_threads(torch, threads)
+        self.set_tf32(tf32)
         self._compiled = None
+        self._after_first_call = None  # mode compile: graphs compiled by the point's first call
         self._half = precision == "fp16" and not HAS_AUTOCAST  # 2019's --fp16
 
     def _cuda(self):
@@ -50,7 +61,15 @@ class PyTorchAdapter(Adapter):
             "cuda": torch.version.cuda,
             "cudnn": str(torch.backends.cudnn.version()) if cuda else None,
             "device_name": torch.cuda.get_device_name(0) if cuda else no_gpu_name(self.device),
+            "tf32": self.tf32_state(),
         }
+
+    def set_tf32(self, enabled):
+        for _, owner in compat.torch_tf32_switches(torch):
+            owner.allow_tf32 = bool(enabled)
+
+    def tf32_flags(self):
+        return dict((name, owner.allow_tf32) for name, owner in compat.torch_tf32_switches(torch))
 
     def mode_unsupported(self, spec):
         if self.mode == "torchscript":
@@ -94,8 +113,52 @@ class PyTorchAdapter(Adapter):
             self.model.half()
         self.model.to(torch.device(self.device))
         self.model.train(self.task == "training")
-        self._compiled = torch.compile(self.model) if self.mode == "compile" else None
+        self._compiled = None  # compiled per point (begin_point)
         self.fresh = True
+
+    def begin_point(self):
+        if self.mode != "compile":
+            return
+        from torch._dynamo import config, utils
+        torch._dynamo.reset()  # a fresh cache and recompile count per point
+        utils.counters.clear()
+        if hasattr(config, "fail_on_recompile_limit_hit"):
+            config.fail_on_recompile_limit_hit = True
+        self._compiled = torch.compile(self.model, dynamic=False)
+        self._after_first_call = None
+
+    def _graphs_so_far(self):
+        from torch._dynamo import utils
+        return int(utils.counters["stats"]["unique_graphs"])
+
+    def _counted_call(self, model, inputs):
+        """The compiled call; notes how many graphs exist after the point's first call."""
+        def call():
+            output = model(inputs)
+            if self._after_first_call is None:
+                self._after_first_call = self._graphs_so_far()
+            return output
+        return call
+
+    def graph_columns(self):
+        if self.mode != "compile":
+            return {}
+        from torch._dynamo import utils
+        compiles = self._graphs_so_far()
+        first = self._after_first_call if self._after_first_call is not None else compiles
+        return {"compiles": compiles, "recompiles": compiles - first,
+                "graph_breaks": int(sum(utils.counters["graph_break"].values()))}
+
+    def graph_problem(self, columns):
+        if self.mode != "compile":
+            return None
+        if not columns.get("compiles"):
+            return ("torch.compile compiled no graph for this point: its calls ran eagerly "
+                    "(Dynamo disabled, or fell back), so they are not compile timings")
+        if columns.get("recompiles"):
+            return ("torch.compile recompiled %d graph(s) after the point's first call: its "
+                    "timed calls did not all run one compiled graph" % columns["recompiles"])
+        return None
 
     def inputs(self, token_ids):
         return torch.tensor(token_ids, dtype=torch.long, device=torch.device(self.device))
@@ -109,7 +172,7 @@ class PyTorchAdapter(Adapter):
             with self.inference_context(method):
                 model = torch.jit.trace(model, inputs)
         elif self.mode == "compile":
-            model = self._compiled
+            return self._counted_call(self._compiled, inputs)
         return lambda: model(inputs)
 
     def _autocast(self):
@@ -138,6 +201,9 @@ class PyTorchAdapter(Adapter):
             loss.backward()
             optimizer.step()
             return loss
+        if self.mode == "compile":
+            self._after_first_call = None  # the compiles of the loss before it do not count
+            return self._counted_call(lambda _: step(), inputs)
         return step
 
     def evaluation_loss(self, inputs):

@@ -11,6 +11,8 @@ stay fp32); TensorFlow 2.0 had only the ``auto_mixed_precision`` graph rewrite (
 fp16 on GPUs in graph modes. GPU: memory growth instead of taking the whole GPU; the barrier is
 ``tf.test.experimental.sync_devices`` where it exists, else reading one value of the last output;
 the device peak is ``tf.config.experimental.get_memory_info``'s, reset per point (TF 2.9+).
+TF32: ``tf.config.experimental.enable_tensor_float_32_execution`` (TF 2.4+, on by default there)
+set from the cell's ``tf32`` (default off: strict fp32, as PyTorch's matmul default).
 """
 import inspect
 
@@ -40,8 +42,9 @@ class TensorFlowAdapter(Adapter):
     modes = ("eager", "function", "xla")
     out_of_memory_words = Adapter.out_of_memory_words + ("oom when allocating",)
 
-    def __init__(self, mode, device, precision, threads, task="inference"):
-        super(TensorFlowAdapter, self).__init__(mode, device, precision, threads, task)
+    def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
+        super(TensorFlowAdapter, self).__init__(mode, device, precision, threads, task, tf32)
+        self.set_tf32(tf32)
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
         self._gpus = EXPERIMENTAL.list_physical_devices("GPU")
@@ -66,7 +69,19 @@ class TensorFlowAdapter(Adapter):
             "cuda": build.get("cuda_version"),
             "cudnn": build.get("cudnn_version") if cuda else None,
             "device_name": (name or "GPU 0") if cuda else no_gpu_name(self.device),
+            "tf32": self.tf32_state(),
         }
+
+    def set_tf32(self, enabled):
+        switch = compat.tensorflow_tf32_switch(tf)
+        if switch is not None:
+            switch[0](bool(enabled))
+
+    def tf32_flags(self):
+        switch = compat.tensorflow_tf32_switch(tf)
+        if switch is None:
+            return {}
+        return {"tf.config.experimental.tensor_float_32_execution_enabled": switch[1]()}
 
     def mode_unsupported(self, spec):
         if self.mode == "xla" and not HAS_JIT_COMPILE and self.device == "cpu":

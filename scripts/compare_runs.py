@@ -1,0 +1,126 @@
+"""Compare two finished runs: what got faster or slower, how sure, and what changed in between.
+
+    .venv/bin/python scripts/compare_runs.py BASE NEW --output DIR
+
+BASE (the baseline) and NEW are run directories or their results/summary.parquet. Writes
+DIR/comparison.{md,csv,xlsx,png,svg} and DIR/environment.csv (duel/host/compare_report.py).
+Exit status: 0 when no point is clearly slower by more than --threshold, 1 when one is, 2 on
+bad input (one line on stderr, nothing written). Also the script of the workflow's
+compare_baseline rule (config key baseline), where a slowdown does not fail the rule.
+"""
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from duel.host import compare, compare_report, statistics  # noqa: E402
+
+PROG = "compare_runs.py"
+
+
+class Parser(argparse.ArgumentParser):
+    """Bad arguments: one line on stderr and exit status 2 (argparse prints its usage too)."""
+
+    def error(self, message):
+        self.exit(2, "%s: error: %s\n" % (PROG, message))
+
+
+def positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("must be a positive number, not %r" % text)
+    return value
+
+
+def non_negative(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("must be zero or a positive number, not %r" % text)
+    return value
+
+
+def count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 100:
+        raise argparse.ArgumentTypeError("must be a whole number of at least 100, not %r" % text)
+    return value
+
+
+def parser():
+    result = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    result.add_argument("base", help="the baseline: a run directory or its summary.parquet")
+    result.add_argument("new", help="the run compared with it")
+    result.add_argument("--output", default="comparison",
+                        help="folder for the outputs (default: ./comparison)")
+    result.add_argument("--min-effect", type=non_negative, default=statistics.MIN_EFFECT,
+                        help="smallest relative change called clear (default %(default)s = 5%%)")
+    result.add_argument("--threshold", type=positive, default=None,
+                        help="exit 1 when a point's new/base ratio exceeds 1 + this and its "
+                             "interval lies above 1 (default: the minimum effect)")
+    result.add_argument("--ignore", action="append", default=[], choices=compare.IGNORABLE,
+                        help="match points across this identity key, e.g. --ignore era to "
+                             "compare an hf2019 run with a current one (repeatable)")
+    result.add_argument("--fail-on-new-failures", action="store_true",
+                        help="exit 1 also when a point that was ok in the base fails in the "
+                             "new run")
+    result.add_argument("--resamples", type=count, default=statistics.RESAMPLES,
+                        help="bootstrap resamples (default %(default)s)")
+    return result
+
+
+def run(base, new, output, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=None,
+        fail_on_new_failures=False, resamples=statistics.RESAMPLES):
+    """Compare, write the outputs, print the summary's first lines; the exit status."""
+    compare_report.check_output(output)
+    result = compare.compare(compare.read_run(base), compare.read_run(new), ignore, min_effect,
+                             threshold, resamples=resamples,
+                             fail_on_new_failures=fail_on_new_failures)
+    compare_report.write_outputs(result, output)
+    for line in result.warnings:
+        print(line)
+    counts = compare.verdict_counts(result.points)
+    print(", ".join("%s %d" % (verdict, count) for verdict, count in counts.values if count))
+    print(compare_report.ci_status_line(result))
+    print("written to %s" % output)
+    return result.exit_status
+
+
+def main(argv=None):
+    """The exit status: 0, 1 (a point clearly slower), 2 (bad input; --help: 0)."""
+    try:
+        arguments = parser().parse_args(argv)
+    except SystemExit as stop:
+        return stop.code
+    try:
+        return run(arguments.base, arguments.new, arguments.output, arguments.ignore,
+                   arguments.min_effect, arguments.threshold, arguments.fail_on_new_failures,
+                   arguments.resamples)
+    except compare.CompareError as error:
+        sys.stderr.write("%s: error: %s\n" % (PROG, error))
+        return 2
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stdout = sys.stderr = log
+        status = run(
+            snakemake.input.baseline,  # noqa: F821
+            snakemake.input.parquet,  # noqa: F821
+            os.path.dirname(snakemake.output.markdown),  # noqa: F821
+            snakemake.params.ignore,  # noqa: F821
+            snakemake.params.min_effect,  # noqa: F821
+        )
+        print("exit status for CI would be %d (the rule itself does not fail on it)" % status)
+elif __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,434 @@
+"""Compare two finished runs: what got faster or slower, how sure, and what changed in between.
+
+The first run is the baseline, the second the new run. Both are read as merged tables
+(``results/summary.parquet``), migrated like old shards (summary.MIGRATED_DEFAULTS: a summary
+from before the replicate dimension is one process per cell), and reduced to one row per point
+by replicates.point_table, so each side's figure is the one its own reports show (duel: the
+median of the replicate medians; hf2019: the mean of every sample).
+
+Points are matched on the cell's identity and the point (contract.CELL_KEYS without the
+replicate, plus contract.POINT_KEYS); ``ignore`` drops keys from the match (e.g. ``era``: a
+2019-stack baseline against today's stack), as long as each side then has one point per match.
+Each matched point gets the ratio new / base of the method's figure, a percentile bootstrap
+interval computed as the run's own PyTorch / TensorFlow intervals are (statistics.bootstrap_ratio:
+hierarchical over processes where a side has several replicates), and a verdict (VERDICTS).
+A point is *clearly slower beyond the threshold* (what fails a CI job) when its ratio exceeds
+1 + threshold and its interval lies above 1.
+
+What changed between the runs is every environment column (contract.ENVIRONMENT, plus any
+column of either summary the contract does not know and that is constant within each process,
+such as hash columns added later) whose value differs between the two sides of a matched cell;
+values that identify a run rather than describe it (PER_RUN) are left out.
+"""
+import os
+from collections import namedtuple
+
+import numpy as np
+import pandas as pd
+
+from duel.cell import contract
+
+from . import replicates, statistics, summary
+
+SUMMARY = os.path.join("results", "summary.parquet")
+CELL = [name for name in contract.CELL_KEYS if name != "replicate"]
+POINT = list(contract.POINT_KEYS)
+MATCH = CELL + POINT
+IGNORABLE = ("era", "device", "precision", "method")
+PER_RUN = ("started_at", "slurm_job_id")  # differ between any two runs: not a change
+NOT_RECORDED = "(not recorded)"
+SLOWER, FASTER, UNCLEAR = "slower", "faster", "no clear change"
+NEWLY_FAILING, NEWLY_OK, NOT_COMPARED = "newly failing", "newly ok", "not ok in either"
+ONLY_BASE, ONLY_NEW = "only in base", "only in new"
+VERDICTS = (SLOWER, FASTER, UNCLEAR, NEWLY_FAILING, NEWLY_OK, NOT_COMPARED, ONLY_BASE, ONLY_NEW)
+SIDE_COLUMNS = ["status", "message", "reported_ms", "replicates", "replicate_samples",
+                "n_samples"]
+POINT_COLUMNS = [
+    "cell", "point", "statistic", "base_ms", "new_ms", "ratio", "ci_low", "ci_high",
+    "interval", "replicates_base", "replicates_new", "n_base", "n_new", "min_effect",
+    "verdict", "note", "beyond_threshold", "status_base", "status_new"]
+ENVIRONMENT_COLUMNS = ["column", "base", "new", "cells", "which"]
+
+Run = namedtuple("Run", "label path frame points")
+Comparison = namedtuple(
+    "Comparison", "base new ignore keys min_effect threshold confidence points environment "
+                  "warnings exit_status")
+
+
+class CompareError(Exception):
+    """Bad input: the message is the one line the user sees."""
+
+
+def _first_line(error):
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def resolve_summary(path):
+    """The summary file of ``path``: a run directory (its results/summary.parquet, or a results
+    directory's summary.parquet) or the file itself."""
+    if not os.path.exists(path):
+        raise CompareError("%s: no such file or directory" % path)
+    if os.path.isdir(path):
+        for candidate in (os.path.join(path, SUMMARY), os.path.join(path, "summary.parquet")):
+            if os.path.isfile(candidate):
+                return candidate
+        raise CompareError("%s is not a run: it has no %s" % (path, SUMMARY))
+    return path
+
+
+def migrated(frame):
+    """A summary frame with every contract column (absent ones null, or their implicit value
+    for the columns of summary.MIGRATED_DEFAULTS); columns the contract does not know are kept."""
+    frame = frame.copy()
+    for name, value in summary.MIGRATED_DEFAULTS.items():
+        if name not in frame.columns:
+            frame[name] = value
+        else:
+            frame[name] = frame[name].fillna(value)
+    frame["replicate"] = frame["replicate"].astype("int64")
+    for name in contract.NAMES:
+        if name not in frame.columns:
+            frame[name] = None
+    return frame
+
+
+def read_run(path):
+    """A run: its summary (migrated) and its point table with each point's reported figure."""
+    file = resolve_summary(path)
+    try:
+        frame = pd.read_parquet(file)
+    except Exception as error:  # any failure to read is bad input, named in one line
+        raise CompareError("%s: not a readable Parquet summary (%s)" % (file, _first_line(error)))
+    return read_run_frame(frame, path, file)
+
+
+def read_run_frame(frame, label="run", file="run"):
+    """A run from its summary frame (read_run reads the file)."""
+    missing = [name for name in MATCH + ["status", "samples"]
+               if name not in frame.columns and name not in summary.MIGRATED_DEFAULTS]
+    if missing:
+        raise CompareError("%s is not a Duel summary: it has no column %s"
+                           % (file, ", ".join(missing)))
+    if frame.empty:
+        raise CompareError("%s has no points" % file)
+    frame = migrated(frame)
+    try:
+        points = replicates.point_table(frame)
+    except Exception as error:
+        raise CompareError("%s: its points cannot be read (%s)" % (file, _first_line(error)))
+    points = points.reset_index(drop=True)
+    points["reported_ms"] = [summary.reported_ms(row) for _, row in points.iterrows()]
+    return Run(label, file, frame, points)
+
+
+def baseline_summary(path, own):
+    """The workflow's baseline (config key baseline): its summary's absolute path, read once so
+    that a bad one stops the run before any job; None when unset. ``own``: this run's summary."""
+    if not path:
+        return None
+    summary_path = os.path.abspath(read_run(path).path)
+    if summary_path == os.path.abspath(own):
+        raise CompareError("%s is this run's own summary" % path)
+    return summary_path
+
+
+def match_keys(ignore):
+    unknown = [name for name in ignore if name not in IGNORABLE]
+    if unknown:
+        raise CompareError("cannot ignore %s: only %s" % (", ".join(unknown), ", ".join(IGNORABLE)))
+    return [name for name in MATCH if name not in ignore]
+
+
+def _distinct(series):
+    return sorted({str(value) for value in series.dropna()})
+
+
+def _check_unique(run, side, keys, ignore):
+    duplicated = run.points.duplicated(keys, keep=False)
+    if duplicated.any():
+        spread = ["%s %s" % (name, ", ".join(_distinct(run.points[name]))) for name in ignore]
+        raise CompareError(
+            "ignoring %s leaves the %s run with several points per match (%s): compare one %s "
+            "per side" % (", ".join(ignore), side, "; ".join(spread), " and ".join(ignore)))
+
+
+def cell_label(row, varying):
+    """A cell named by framework, mode and model, plus the cell keys that vary in the runs."""
+    names = [name for name in CELL if name in varying or name in ("framework", "mode", "model")]
+    return " ".join(str(row[name]) for name in names)
+
+
+def _matched(base, new, keys, ignore):
+    """The outer join of both point tables on ``keys``, in the base run's order, then the new
+    run's points that the base lacks."""
+    wanted = keys + list(ignore) + SIDE_COLUMNS
+    left = base.points[wanted].assign(_order_base=np.arange(len(base.points)))
+    right = new.points[wanted].assign(_order_new=np.arange(len(new.points)))
+    merged = left.merge(right, on=keys, how="outer", suffixes=("_base", "_new"), indicator=True)
+    merged = merged.sort_values(["_order_base", "_order_new"], na_position="last")
+    return merged.reset_index(drop=True)
+
+
+def _side_value(row, name):
+    value = row.get(name)
+    return None if value is None or (np.ndim(value) == 0 and pd.isna(value)) else value
+
+
+def _status_text(row, side):
+    status = _side_value(row, "status_" + side)
+    message = _side_value(row, "message_" + side)
+    return "%s %s%s" % (side, status, ": %s" % message if message else "")
+
+
+def judge(row, min_effect, threshold, confidence, resamples, seed):
+    """The verdict of one matched row (see VERDICTS) with its ratio and interval."""
+    record = dict(ratio=None, ci_low=None, ci_high=None, interval=None, verdict=None, note=None,
+                  beyond_threshold=False)
+    if row["_merge"] == "left_only":
+        record["verdict"] = ONLY_BASE
+        return record
+    if row["_merge"] == "right_only":
+        record["verdict"] = ONLY_NEW
+        return record
+    base_ok, new_ok = row["status_base"] == "ok", row["status_new"] == "ok"
+    if not (base_ok and new_ok):
+        record["verdict"] = (NEWLY_FAILING if base_ok else NEWLY_OK if new_ok else NOT_COMPARED)
+        record["note"] = "; ".join(_status_text(row, side) for side, ok in
+                                   (("base", base_ok), ("new", new_ok)) if not ok)
+        return record
+    record["ratio"] = float(row["reported_ms_new"]) / float(row["reported_ms_base"])
+    if min(row["n_samples_base"], row["n_samples_new"]) < statistics.MIN_SAMPLES:
+        record["verdict"] = UNCLEAR
+        record["note"] = ("too few samples for an interval (fewer than %d)"
+                          % statistics.MIN_SAMPLES)
+        return record
+    low, high = statistics.bootstrap_ratio(
+        list(row["replicate_samples_new"]), list(row["replicate_samples_base"]),
+        row["statistic"], confidence, resamples, seed)
+    clear, text = statistics.verdict(record["ratio"], low, high, min_effect, FASTER, SLOWER)
+    record.update(ci_low=low, ci_high=high, verdict=text if clear == "yes" else UNCLEAR,
+                  interval=statistics.interval_kind(row["replicates_base"],
+                                                    row["replicates_new"]))
+    if clear != "yes":
+        record["note"] = ("interval includes 1" if not statistics.is_clear(low, high) else
+                          "change within the minimum effect (%g%%)" % (100.0 * min_effect))
+    record["beyond_threshold"] = bool(low > 1.0 and record["ratio"] > 1.0 + threshold)
+    return record
+
+
+def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence, resamples,
+                     seed):
+    """One row per point of either run (POINT_COLUMNS, plus the match keys and, for ignored
+    keys, each side's value)."""
+    merged = _matched(base, new, keys, ignore)
+    if not (merged["_merge"] == "both").any():
+        raise CompareError(
+            "no point in common: base has %s, new has %s%s"
+            % (_cells_text(base), _cells_text(new),
+               "" if "era" in ignore or not _differ(base, new, "era")
+               else " (different eras: match across them with --ignore era)"))
+    both = pd.concat([base.points, new.points], ignore_index=True)
+    varying = [name for name in CELL
+               if name not in ignore and both[name].nunique(dropna=False) > 1]
+    merged["statistic"] = [replicates.statistic_name(method) for method in _methods(merged, keys)]
+    merged["cell"] = [cell_label(_filled(row, ignore), varying) for _, row in merged.iterrows()]
+    merged["point"] = ["%dx%d" % (batch, length) for batch, length in
+                       zip(merged["batch_size"], merged["seq_len"])]
+    for name in ("replicates", "n_samples"):
+        for side in ("base", "new"):
+            merged["%s_%s" % (name, side)] = merged["%s_%s" % (name, side)].fillna(0).astype(int)
+    judged = [judge(row, min_effect, threshold, confidence, resamples, seed)
+              for _, row in merged.iterrows()]
+    for name in judged[0]:
+        merged[name] = [record[name] for record in judged]
+    merged["base_ms"] = merged["reported_ms_base"]
+    merged["new_ms"] = merged["reported_ms_new"]
+    merged["n_base"], merged["n_new"] = merged["n_samples_base"], merged["n_samples_new"]
+    merged["min_effect"] = min_effect
+    ignored = [name + suffix for name in ignore for suffix in ("_base", "_new")]
+    return merged[keys + ignored + POINT_COLUMNS]
+
+
+def _methods(merged, keys):
+    """Each row's method (matched across methods: the new side's, else the base's; the interval
+    then applies the new side's statistic to both sides)."""
+    if "method" in keys:
+        return merged["method"]
+    return merged["method_new"].fillna(merged["method_base"])
+
+
+def _filled(row, ignore):
+    """A matched row with each ignored key's value (the new side's, else the base's)."""
+    row = row.copy()
+    for name in ignore:
+        value = row["%s_new" % name]
+        row[name] = row["%s_base" % name] if value is None or pd.isna(value) else value
+    return row
+
+
+def _differ(base, new, name):
+    return _distinct(base.points[name]) != _distinct(new.points[name])
+
+
+def _cells_text(run, limit=3):
+    cells = run.points.drop_duplicates(CELL)
+    names = [" ".join(str(row[name]) for name in CELL) for _, row in cells.iterrows()]
+    more = " and %d more" % (len(names) - limit) if len(names) > limit else ""
+    return "%d cell(s): %s%s" % (len(names), "; ".join(names[:limit]), more)
+
+
+def _text(value):
+    """An environment value as text: integers without '.0', absent values NOT_RECORDED."""
+    if value is None or (np.ndim(value) == 0 and pd.isna(value)):
+        return None
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def environment_names(base, new):
+    """The environment columns compared: the contract's (less PER_RUN), then any column of
+    either summary outside the contract whose value is the same throughout each process (so a
+    hash column added after this code was written is compared too, never a timing column)."""
+    names = [name for name, _ in contract.ENVIRONMENT if name not in PER_RUN]
+    extra = sorted((set(base.frame.columns) | set(new.frame.columns)) - set(contract.NAMES))
+    process = CELL + ["replicate"]
+    for name in extra:
+        if name in PER_RUN:
+            continue
+        constant = True
+        for run in (base, new):
+            if name not in run.frame.columns:
+                continue
+            values = run.frame[name]
+            if any(np.ndim(value) > 0 for value in values.dropna()):
+                constant = False
+                break
+            texts = run.frame[process].assign(_value=[_text(value) for value in values])
+            if (texts.groupby(process, dropna=False)["_value"].nunique() > 1).any():
+                constant = False
+                break
+        if constant:
+            names.append(name)
+    return names
+
+
+def _cell_values(run, names, keys):
+    """Per cell (``keys``): each environment column as text, the distinct values of its
+    replicates joined with '; ' (NOT_RECORDED where absent)."""
+    values = {}
+    for cell, group in run.frame.groupby(keys, sort=False, dropna=False):
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        record = {}
+        for name in names:
+            if name not in group.columns:
+                record[name] = NOT_RECORDED
+                continue
+            texts = [text for text in (_text(value) for value in group[name]) if text is not None]
+            distinct = list(dict.fromkeys(texts))
+            record[name] = "; ".join(distinct) if distinct else NOT_RECORDED
+        values[cell] = record
+    return values
+
+
+def environment_differences(base, new, ignore):
+    """One row per environment column and pair of differing values: the column, both values,
+    how many matched cells differ so, and which (ENVIRONMENT_COLUMNS); in the contract's order."""
+    names = environment_names(base, new)
+    keys = [name for name in CELL if name not in ignore]
+    before, after = _cell_values(base, names, keys), _cell_values(new, names, keys)
+    matched = [cell for cell in before if cell in after]
+    varying = [name for name in keys if len({cell[keys.index(name)] for cell in matched}) > 1]
+    shown = [keys.index(name) for name in keys
+             if name in varying or name in ("framework", "mode", "model")]
+    rows = []
+    for name in names:
+        groups = {}
+        for cell in matched:
+            pair = (before[cell][name], after[cell][name])
+            if pair[0] != pair[1]:
+                groups.setdefault(pair, []).append(" ".join(str(cell[i]) for i in shown))
+        for (old, value), cells in groups.items():
+            which = ("all %d matched cells" % len(matched) if len(cells) == len(matched)
+                     else ", ".join(cells))
+            rows.append(dict(column=name, base=old, new=value, cells=len(cells), which=which))
+    return pd.DataFrame(rows, columns=ENVIRONMENT_COLUMNS)
+
+
+def hardware(run):
+    """Where a run's cells ran, e.g. {'cpu: AMD EPYC 7B13 (2 logical CPUs)'}."""
+    found = set()
+    for _, row in run.frame.drop_duplicates(["device", "cpu_model", "device_name",
+                                             "logical_cpus"]).iterrows():
+        if row["device"] == "cpu":
+            name = "%s (%s logical CPUs)" % (_text(row["cpu_model"]) or "unknown CPU",
+                                              _text(row["logical_cpus"]) or "?")
+        else:
+            name = _text(row["device_name"]) or "unknown device"
+        found.add("%s: %s" % (row["device"], name))
+    return found
+
+
+def started(run):
+    """When a run started: its earliest cell's start (UTC), or None where not recorded."""
+    times = pd.to_datetime(run.frame["started_at"], utc=True, errors="coerce").dropna()
+    return times.min() if len(times) else None
+
+
+def warnings_of(base, new, ignore):
+    """Lines to put first: different hardware or methods (loudly), matching across eras, and a
+    baseline that looks newer than the new run."""
+    lines = []
+    if hardware(base) != hardware(new):
+        lines.append("DIFFERENT HARDWARE: base ran on %s; new on %s. Ratios include the change "
+                     "of machine." % ("; ".join(sorted(hardware(base))),
+                                     "; ".join(sorted(hardware(new)))))
+    if _differ(base, new, "method"):
+        lines.append("DIFFERENT METHODS: base timed with %s, new with %s%s."
+                     % (", ".join(_distinct(base.points["method"])),
+                        ", ".join(_distinct(new.points["method"])),
+                        " (matched across methods: --ignore method)" if "method" in ignore
+                        else ""))
+    for name in ("era", "device", "precision"):
+        if name in ignore and _differ(base, new, name):
+            lines.append("ACROSS %sS: base %s, new %s (matched on everything but the %s)."
+                         % (name.upper(), ", ".join(_distinct(base.points[name])),
+                            ", ".join(_distinct(new.points[name])), name))
+    first, second = started(base), started(new)
+    if first is not None and second is not None and first > second:
+        lines.append("The baseline looks newer than the new run (base started %s, new %s): "
+                     "the first argument is the baseline."
+                     % (first.isoformat(), second.isoformat()))
+    return lines
+
+
+def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=None,
+            confidence=statistics.CONFIDENCE, resamples=statistics.RESAMPLES,
+            seed=statistics.SEED, fail_on_new_failures=False):
+    """The comparison of two runs (read_run): points, environment differences, warnings and
+    the exit status for CI (0: nothing clearly slower beyond ``threshold``, default
+    ``min_effect``; 1: something is, or with ``fail_on_new_failures`` a point newly fails)."""
+    ignore = tuple(dict.fromkeys(ignore))
+    keys = match_keys(ignore)
+    if threshold is not None and not threshold > 0:
+        raise CompareError("threshold must be a positive number, not %r" % threshold)
+    if not min_effect >= 0:
+        raise CompareError("min_effect must be zero or a positive number, not %r" % min_effect)
+    threshold = min_effect if threshold is None else threshold
+    _check_unique(base, "base", keys, ignore)
+    _check_unique(new, "new", keys, ignore)
+    points = point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
+                              resamples, seed)
+    failing = points["beyond_threshold"].any() or (
+        fail_on_new_failures and (points["verdict"] == NEWLY_FAILING).any())
+    return Comparison(base, new, ignore, keys, min_effect, threshold, confidence, points,
+                      environment_differences(base, new, ignore), warnings_of(base, new, ignore),
+                      1 if failing else 0)
+
+
+def verdict_counts(points):
+    """Points per verdict, in VERDICTS order (zero counts included)."""
+    counts = points["verdict"].value_counts()
+    return pd.DataFrame([(verdict, int(counts.get(verdict, 0))) for verdict in VERDICTS],
+                        columns=["verdict", "points"])

@@ -1,0 +1,254 @@
+"""Run manifests: everything needed to run an invocation of the workflow again.
+
+Each real run (not a dry run, not a job re-parsing the workflow on a cluster node) writes one
+folder ``results/runs/<start time>-<pid>/`` from the main Snakemake process: ``manifest.json``
+when it starts (status ``running``) and again when it ends (status ``success`` or ``error``, end
+time, the shards it wrote), and ``diff.patch`` beside it when the checkout had uncommitted
+changes. The manifest holds the resolved config (after --configfile/--config merging), the git
+commit, the lock and installed-set hashes of every era environment, the images of container
+runners, Snakemake's version and command line, the machine, and the text of every config file
+and model architecture file the run read. scripts/rebuild_run.py reads it back.
+"""
+import datetime
+import glob
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from importlib import metadata
+
+from duel.cell import environment
+
+from . import eras, images
+
+RUNS_DIR = "results/runs"
+MANIFEST = "manifest.json"
+DIFF = "diff.patch"
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _git(checkout, *args):
+    return subprocess.run(("git", "-C", checkout) + args, capture_output=True, text=True)
+
+
+def git_state(checkout):
+    """(commit, dirty, diff): HEAD, whether the checkout has changes, and those changes as one
+    patch (tracked files against HEAD, then untracked files as new files)."""
+    head = _git(checkout, "rev-parse", "HEAD")
+    if head.returncode != 0:
+        return "unknown", False, ""
+    status = _git(checkout, "status", "--porcelain").stdout
+    if not status.strip():
+        return head.stdout.strip(), False, ""
+    diff = _git(checkout, "diff", "--binary", "HEAD").stdout
+    untracked = _git(checkout, "ls-files", "--others", "--exclude-standard", "-z").stdout
+    for path in filter(None, untracked.split("\0")):
+        diff += _git(checkout, "diff", "--binary", "--no-index", "--", "/dev/null", path).stdout
+    return head.stdout.strip(), True, diff
+
+
+def _normalised(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_set_sha256(pins):
+    """SHA-256 of an installed set: ``name==version`` lines, names normalised, sorted."""
+    lines = sorted(set("%s==%s" % (_normalised(name), version) for name, version in pins))
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def native_installed():
+    """(name, version) of every distribution in this interpreter's environment (.venv)."""
+    return [(dist.metadata["Name"], dist.version) for dist in metadata.distributions()
+            if dist.metadata["Name"]]
+
+
+def freeze_installed(freeze_lines):
+    """(name, version) from ``pip freeze`` lines (an era environment's duel-env.json)."""
+    pins = []
+    for line in freeze_lines:
+        name, sep, version = line.partition("==")
+        if sep:
+            pins.append((name.strip(), version.strip()))
+    return pins
+
+
+def environment_hashes(checkout, era_devices, envs_dir, native_lock_matches=None):
+    """Lock file hash and installed-set hash of each (era, device) environment a run uses.
+
+    The lock hash is the SHA-256 of the lock file the run read (duel.host.eras.lock_file); the
+    installed set is this interpreter's (era ``current`` in .venv) or the era environment's
+    ``pip freeze`` from its duel-env.json; None where it is not built (yet) or runs in an image.
+    """
+    rows = []
+    for era, device in era_devices:
+        lock = eras.lock_file(checkout, era, device)
+        row = {"era": era, "device": device, "lock_file": os.path.relpath(lock, checkout),
+               "lock_sha256": eras.file_sha256(lock), "environment": None,
+               "installed_sha256": None, "installed_count": None}
+        if eras.is_native(era, device, lock):
+            pins = native_installed()
+            row["environment"] = sys.prefix
+        else:
+            prefix = eras.keyed_prefix(envs_dir, era, device, lock)
+            marker = eras.read_marker(prefix)
+            pins = freeze_installed(marker["packages"]) if marker else None
+            row["environment"] = prefix
+        if pins:
+            row["installed_sha256"] = installed_set_sha256(pins)
+            row["installed_count"] = len(pins)
+        rows.append(row)
+    return rows
+
+
+def image_records(config, checkout, era_devices, runner):
+    """Name and ID of the image of each (era, device) for runner docker or apptainer."""
+    if runner not in ("docker", "apptainer"):
+        return []
+    rows = []
+    for era, device in era_devices:
+        name = images.image_for(config, checkout, era, device, runner)
+        try:
+            if runner == "docker":
+                image = images.image_id(name)
+            else:
+                image = images.file_digest(name) if os.path.isfile(name) else None
+        except (images.ImageError, OSError, subprocess.SubprocessError):
+            image = None
+        rows.append({"era": era, "device": device, "runner": runner, "image": name,
+                     "image_id": image})
+    return rows
+
+
+def gpus():
+    """The GPUs ``nvidia-smi -L`` lists (empty without one)."""
+    try:
+        output = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in output.stdout.splitlines() if line.strip()]
+
+
+def machine(cores):
+    """What hardware a comparison of two runs needs to know."""
+    return {
+        "hostname": platform.node(),
+        "cpu_model": environment.cpu_model(),
+        "cpu_flags": environment.cpu_flags(),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": environment.usable_cpus(),
+        "cores": cores,
+        "gpus": gpus(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def files_read(config_files, model_files):
+    """The text of every config file and model architecture file, by absolute path."""
+    return {
+        "config_files": dict((os.path.abspath(path), _read_text(path)) for path in config_files),
+        "model_files": dict((os.path.abspath(path), _read_text(path)) for path in model_files),
+    }
+
+
+def start(config, checkout, era_devices, envs_dir, config_files, model_files, cores, argv,
+          planned_shards, runs_dir=RUNS_DIR):
+    """Write a run's manifest as it starts; returns its path."""
+    started = utc_now()
+    stamp = started.replace(":", "").replace("-", "").replace("+0000", "Z")
+    folder = os.path.join(runs_dir, "%s-%d" % (stamp, os.getpid()))
+    os.makedirs(folder, exist_ok=True)
+    commit, dirty, diff = git_state(checkout)
+    if dirty:
+        with open(os.path.join(folder, DIFF), "w") as handle:
+            handle.write(diff)
+    record = {
+        "manifest_version": 1,
+        "status": "running",
+        "started_at": started,
+        "ended_at": None,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "diff": DIFF if dirty else None,
+        "checkout": checkout,
+        "workdir": os.getcwd(),
+        "config": config,
+        "environments": environment_hashes(checkout, era_devices, envs_dir),
+        "images": image_records(config, checkout, era_devices, config.get("runner", "native")),
+        "snakemake_version": metadata.version("snakemake"),
+        "command_line": list(argv),
+        "python_executable": sys.executable,
+        "machine": machine(cores),
+        "files": files_read(config_files, model_files),
+        "planned_shards": sorted(planned_shards),
+        "shards": [],
+    }
+    path = os.path.join(folder, MANIFEST)
+    write(record, path)
+    return path
+
+
+def finish(path, status, checkout, era_devices, envs_dir):
+    """Complete a run's manifest when it ends: status, end time, environment hashes (era
+    environments built during the run now have theirs) and the shards this run wrote (planned
+    shards modified since it started)."""
+    record = read(path)
+    started = datetime.datetime.fromisoformat(record["started_at"]).timestamp()
+    record["status"] = status
+    record["ended_at"] = utc_now()
+    record["environments"] = environment_hashes(checkout, era_devices, envs_dir)
+    record["shards"] = sorted(shard for shard in record["planned_shards"]
+                              if os.path.exists(shard) and os.path.getmtime(shard) >= started - 1)
+    write(record, path)
+    return record
+
+
+def write(record, path):
+    partial = path + ".partial"
+    with open(partial, "w") as handle:
+        json.dump(record, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    os.replace(partial, path)
+
+
+def read(path):
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def manifests(results_dir):
+    """Every manifest under ``<results_dir>/runs``, oldest first, as (path, record)."""
+    found = []
+    for path in glob.glob(os.path.join(results_dir, "runs", "*", MANIFEST)):
+        try:
+            found.append((path, read(path)))
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda item: item[1].get("started_at") or "")
+
+
+def shards_without_manifest(shards, results_dir="results"):
+    """The shards (paths relative to the run folder) that no manifest says it wrote (a run still
+    going counts every shard it planned)."""
+    recorded = set()
+    for _, record in manifests(results_dir):
+        recorded.update(record.get("shards") or [])
+        if record.get("status") == "running":
+            recorded.update(record.get("planned_shards") or [])
+    return [shard for shard in shards if os.path.normpath(shard) not in
+            set(os.path.normpath(path) for path in recorded)]

@@ -1,0 +1,378 @@
+"""Comparing two runs (scripts/compare_runs.py, duel/host/compare.py): known answers on synthetic
+runs, every bad input, the environment differences, and two real tiny workflow runs."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import openpyxl
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import QUICK, REPO, TEST_MODELS, snakemake, write_config
+from duel.cell import contract, shard
+from duel.host import compare
+
+import compare_runs
+
+CELLS = [("pytorch", "eager"), ("tensorflow", "function")]
+GRID = [(1, 8), (1, 128), (2, 8), (2, 128), (4, 32)]
+COMMAND = [sys.executable, os.path.join(REPO, "scripts", "compare_runs.py")]
+
+
+def environment(framework, threads=2):
+    return dict(
+        python="3.11.9", framework_version="2.13.0+cpu" if framework == "pytorch" else "2.21.0",
+        transformers_version="4.57.6", numpy_version="2.3.5", pyarrow_version="26.0.1",
+        device_name="cpu", cpu_model="AMD EPYC 7B13", cpu_flags="avx2 fma", cpu_max_mhz=None,
+        logical_cpus=2, threads=threads, hostname="duel-1", platform="Linux-6.1-x86_64",
+        runner="native", git_commit="9e5c9a1", config_sha256="ab" * 32, seed=0)
+
+
+def synthetic_rows(replicates=3, seed=0, between=0.04, within=0.01, slow=None, era="current",
+                   started="2026-12-01T06:00:00+00:00", env=None, grid=GRID, status=None,
+                   method="duel", models=("bert",)):
+    """Rows of a run: every replicate of a cell sits at its own level (lognormal, ``between``),
+    samples scatter around it (``within``); ``slow`` multiplies chosen points' times."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in models:
+        for framework, mode in CELLS:
+            for replicate in range(1, replicates + 1):
+                level = float(np.exp(rng.normal(0.0, between)))
+                for batch, length in grid:
+                    row = contract.empty_row()
+                    row.update(era=era, device="cpu", framework=framework, mode=mode,
+                               precision="fp32", task="inference", model=model,
+                               replicate=replicate, batch_size=batch, seq_len=length,
+                               method=method, started_at=started)
+                    row.update(environment(framework))
+                    row.update((env or {}).get(framework, {}))
+                    point_status = (status or {}).get((framework, batch, length), "ok")
+                    row["status"] = point_status
+                    if point_status != "ok":
+                        row["message"] = "out of memory" if point_status == "oom" else "boom"
+                        rows.append(row)
+                        continue
+                    factor = (slow or {}).get((framework, batch, length), 1.0)
+                    centre = 2.0 * batch * length ** 0.5 * level * factor
+                    samples = centre * np.exp(rng.normal(0.0, within, 30))
+                    row.update(samples=[float(v) for v in samples], n_samples=30,
+                               mean=float(samples.mean()), median=float(np.median(samples)),
+                               std=float(samples.std(ddof=1)), min=float(samples.min()),
+                               max=float(samples.max()), p90=float(np.percentile(samples, 90)))
+                    rows.append(row)
+    return rows
+
+
+def write_run(folder, rows, extra=None, drop=()):
+    """A run directory with ``rows`` as its results/summary.parquet (``extra``: columns the
+    contract does not know, constant per run; ``drop``: columns as an older summary lacked)."""
+    path = os.path.join(str(folder), "results", "summary.parquet")
+    shard.write_shard(rows, path)
+    table = pq.read_table(path)
+    for name, value in (extra or {}).items():
+        table = table.append_column(name, pa.array([value] * table.num_rows, type=pa.string()))
+    table = table.drop_columns(list(drop))
+    pq.write_table(table, path)
+    return str(folder)
+
+
+def run_cli(*arguments):
+    result = subprocess.run(COMMAND + [str(a) for a in arguments], capture_output=True,
+                            text=True, timeout=300)
+    return result
+
+
+def by_point(points, framework, batch, length):
+    rows = points[(points["framework"] == framework) & (points["batch_size"] == batch)
+                  & (points["seq_len"] == length)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+@pytest.mark.unit
+def test_an_injected_20_percent_slowdown_is_found_with_exit_1(tmp_path):
+    base = write_run(tmp_path / "base", synthetic_rows(seed=1))
+    new = write_run(tmp_path / "new", synthetic_rows(seed=2, slow={("pytorch", 2, 128): 1.2}))
+    output = tmp_path / "out"
+    result = run_cli(base, new, "--output", output)
+    assert result.returncode == 1, result.stderr
+    assert "Exit 1: 1 point(s) clearly slower by more than 5%" in result.stdout
+    points = pd.read_csv(output / "comparison.csv")
+    slow = by_point(points, "pytorch", 2, 128)
+    assert slow["verdict"] == "slower" and slow["beyond_threshold"]
+    assert 1.1 < slow["ratio"] < 1.3 and 1.0 < slow["ci_low"] < slow["ratio"] < slow["ci_high"]
+    assert slow["interval"] == "between processes"
+    others = points.drop(slow.name)
+    assert set(others["verdict"]) == {"no clear change"}, others[["cell", "point", "ratio"]]
+    assert len(points) == len(CELLS) * len(GRID)
+    assert sorted(os.listdir(output)) == sorted(
+        ["comparison.md", "comparison.csv", "environment.csv", "comparison.xlsx",
+         "comparison.png", "comparison.svg"])
+    text = (output / "comparison.md").read_text()
+    assert "slower 1, no clear change 9 (of 10 points)" in text
+    assert "| pytorch eager bert | 2x128 | duel |" in text
+    workbook = openpyxl.load_workbook(output / "comparison.xlsx")
+    assert workbook.sheetnames == ["summary", "points", "environment"]
+    summary_rows = [list(row) for row in workbook["summary"].iter_rows(values_only=True)]
+    assert ["slower", 1] in [row[:2] for row in summary_rows]
+    # A higher threshold lets the same slowdown pass CI, though its verdict stays "slower".
+    assert run_cli(base, new, "--output", tmp_path / "t", "--threshold", "0.3").returncode == 0
+    assert by_point(pd.read_csv(tmp_path / "t" / "comparison.csv"), "pytorch", 2, 128)[
+        "verdict"] == "slower"
+
+
+@pytest.mark.unit
+def test_aa_with_noise_between_processes_is_not_flagged_but_one_process_each_would_be():
+    """Same distribution on both sides, each process at its own level (4% between processes,
+    1% within): with 3 replicates a side nothing is flagged; with one process a side the
+    within-process interval is too narrow and calls process noise a change."""
+    rows_a = synthetic_rows(seed=11, between=0.04, models=("a", "b", "c", "d"))
+    rows_b = synthetic_rows(seed=12, between=0.04, models=("a", "b", "c", "d"))
+    base, new = (compare.read_run_frame(pd.DataFrame(rows)) for rows in (rows_a, rows_b))
+    result = compare.compare(base, new)
+    assert len(result.points) == 40
+    assert (result.points["verdict"] == "no clear change").mean() >= 0.95
+    assert result.exit_status == 0
+    assert set(result.points["interval"]) == {"between processes"}
+    one_a = [row for row in rows_a if row["replicate"] == 1]
+    one_b = [row for row in rows_b if row["replicate"] == 1]
+    single = compare.compare(compare.read_run_frame(pd.DataFrame(one_a)),
+                             compare.read_run_frame(pd.DataFrame(one_b)))
+    assert set(single.points["interval"]) == {"within one process only"}
+    assert (single.points["verdict"] != "no clear change").sum() >= 5
+
+
+@pytest.mark.unit
+def test_environment_differences_are_listed_exactly(tmp_path):
+    base = write_run(tmp_path / "base", synthetic_rows(seed=1))
+    changed = {"pytorch": dict(framework_version="2.14.0+cpu", threads=1),
+               "tensorflow": dict(threads=1)}
+    new = write_run(tmp_path / "new", synthetic_rows(seed=2, env=changed,
+                                                     started="2026-12-01T07:00:00+00:00"),
+                    extra={"lock_sha256": "cafe"})
+    result = compare.compare(compare.read_run(base), compare.read_run(new))
+    assert result.environment.to_dict("records") == [
+        dict(column="framework_version", base="2.13.0+cpu", new="2.14.0+cpu", cells=1,
+             which="pytorch eager bert"),
+        dict(column="threads", base="2", new="1", cells=2, which="all 2 matched cells"),
+        dict(column="lock_sha256", base="(not recorded)", new="cafe", cells=2,
+             which="all 2 matched cells"),
+    ]
+    assert result.warnings == []  # same hardware, methods, eras; the base is older
+    text = compare.compare(compare.read_run(new), compare.read_run(base)).warnings
+    assert text == ["The baseline looks newer than the new run (base started "
+                    "2026-12-01T07:00:00+00:00, new 2026-12-01T06:00:00+00:00): the first "
+                    "argument is the baseline."]
+
+
+@pytest.mark.unit
+def test_other_hardware_is_said_loudly_in_the_first_line(tmp_path):
+    base = write_run(tmp_path / "base", synthetic_rows(seed=1))
+    other = {framework: dict(cpu_model="Intel Xeon", logical_cpus=32) for framework, _ in CELLS}
+    new = write_run(tmp_path / "new", synthetic_rows(seed=2, env=other))
+    output = tmp_path / "out"
+    result = run_cli(base, new, "--output", output)
+    assert result.returncode == 0, result.stderr
+    first = "DIFFERENT HARDWARE: base ran on cpu: AMD EPYC 7B13 (2 logical CPUs); new on cpu: " \
+            "Intel Xeon (32 logical CPUs)."
+    assert result.stdout.splitlines()[0].startswith(first)
+    assert (output / "comparison.md").read_text().splitlines()[0].startswith("**" + first)
+
+
+@pytest.mark.unit
+def test_verdicts_for_failures_and_missing_points(tmp_path):
+    base_rows = synthetic_rows(seed=1, status={("pytorch", 4, 32): "oom",
+                                               ("tensorflow", 4, 32): "error"})
+    new_rows = synthetic_rows(seed=2, status={("pytorch", 1, 8): "error",
+                                              ("tensorflow", 4, 32): "error"},
+                              grid=GRID[:1] + GRID[2:] + [(8, 8)])
+    base = write_run(tmp_path / "base", base_rows)
+    new = write_run(tmp_path / "new", new_rows)
+    output = tmp_path / "out"
+    assert run_cli(base, new, "--output", output).returncode == 0
+    points = pd.read_csv(output / "comparison.csv")
+    assert by_point(points, "pytorch", 1, 8)["verdict"] == "newly failing"
+    assert by_point(points, "pytorch", 1, 8)["note"] == "new error: boom"
+    assert by_point(points, "pytorch", 4, 32)["verdict"] == "newly ok"
+    assert by_point(points, "tensorflow", 4, 32)["verdict"] == "not ok in either"
+    assert by_point(points, "pytorch", 1, 128)["verdict"] == "only in base"
+    assert by_point(points, "pytorch", 8, 8)["verdict"] == "only in new"
+    assert list(points["point"][-2:]) == ["8x8", "8x8"]  # the new run's extra points last
+    # CI can also fail on a newly failing point.
+    assert run_cli(base, new, "--output", tmp_path / "o2",
+                   "--fail-on-new-failures").returncode == 1
+
+
+@pytest.mark.unit
+def test_old_summaries_without_replicates_or_precision_are_compared(tmp_path):
+    old = [row for row in synthetic_rows(seed=1) if row["replicate"] == 1]
+    base = write_run(tmp_path / "base", old, drop=("replicate", "precision", "pyarrow_version"))
+    new = write_run(tmp_path / "new", synthetic_rows(seed=2))
+    result = compare.compare(compare.read_run(base), compare.read_run(new))
+    assert (result.points["replicates_base"] == 1).all()
+    assert (result.points["replicates_new"] == 3).all()
+    assert set(result.points["interval"]) == {"within one process only"}
+    assert "pyarrow_version" in list(result.environment["column"])
+
+
+@pytest.mark.unit
+def test_runs_of_two_eras_match_only_when_asked(tmp_path):
+    env_2019 = {"pytorch": dict(framework_version="1.3.0", python="3.7.16"),
+                "tensorflow": dict(framework_version="2.0.0", python="3.7.16")}
+    base = write_run(tmp_path / "base", synthetic_rows(seed=1, era="hf2019", env=env_2019,
+                                                       slow={("pytorch", 2, 128): 1.5}))
+    new = write_run(tmp_path / "new", synthetic_rows(seed=2))
+    refused = run_cli(base, new, "--output", tmp_path / "o1")
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1
+    assert "no point in common" in refused.stderr and "--ignore era" in refused.stderr
+    assert not (tmp_path / "o1").exists()
+    output = tmp_path / "o2"
+    result = run_cli(base, new, "--output", output, "--ignore", "era")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "ACROSS ERAS: base hf2019, new current (matched on everything but the era).")
+    points = pd.read_csv(output / "comparison.csv")
+    assert set(points["era_base"]) == {"hf2019"} and set(points["era_new"]) == {"current"}
+    assert set(points["cell"]) == {"pytorch eager bert", "tensorflow function bert"}
+    assert by_point(points, "pytorch", 2, 128)["verdict"] == "faster"
+    environment = pd.read_csv(output / "environment.csv")
+    assert ("python", "3.7.16", "3.11.9") in set(
+        zip(environment["column"], environment["base"], environment["new"]))
+    # A side with both eras cannot be matched across them.
+    both = write_run(tmp_path / "both",
+                     synthetic_rows(seed=3) + synthetic_rows(seed=4, era="hf2019"))
+    result = run_cli(both, new, "--output", tmp_path / "o3", "--ignore", "era")
+    assert result.returncode == 2
+    assert "several points per match (era current, hf2019)" in result.stderr
+
+
+def bad_inputs(tmp_path):
+    good = write_run(tmp_path / "good", synthetic_rows(seed=1))
+    (tmp_path / "empty").mkdir()
+    corrupt = tmp_path / "corrupt" / "results"
+    corrupt.mkdir(parents=True)
+    (corrupt / "summary.parquet").write_bytes(b"PAR1 this is not parquet")
+    foreign = tmp_path / "foreign.parquet"
+    pd.DataFrame({"x": [1, 2]}).to_parquet(foreign)
+    other = write_run(tmp_path / "other", synthetic_rows(seed=2, models=("gpt2",)))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    return {
+        "missing path": ([tmp_path / "nowhere", good], "no such file or directory"),
+        "not a run": ([tmp_path / "empty", good], "is not a run: it has no results"),
+        "corrupt summary": ([good, tmp_path / "corrupt"], "not a readable Parquet summary"),
+        "not a summary": ([good, foreign], "is not a Duel summary: it has no column era"),
+        "no point in common": ([good, other], "no point in common"),
+        "threshold word": ([good, good, "--threshold", "fast"], "must be a positive number"),
+        "threshold zero": ([good, good, "--threshold", "0"], "must be a positive number"),
+        "threshold negative": ([good, good, "--threshold=-0.1"], "must be a positive number"),
+        "threshold nan": ([good, good, "--threshold", "nan"], "must be a positive number"),
+        "output is a file": ([good, good, "--output", a_file], "exists and is not a folder"),
+    }
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", [
+    "missing path", "not a run", "corrupt summary", "not a summary", "no point in common",
+    "threshold word", "threshold zero", "threshold negative", "threshold nan",
+    "output is a file"])
+@pytest.mark.unit
+def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
+    arguments, words = bad_inputs(tmp_path)[case]
+    output = tmp_path / "out"
+    arguments = [str(a) for a in arguments]
+    if "--output" not in arguments:
+        arguments += ["--output", str(output)]
+    status = compare_runs.main(arguments)
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == "" and len(captured.err.splitlines()) == 1, captured.err
+    assert words in captured.err and captured.err.startswith("compare_runs.py: error: ")
+    assert not output.exists()
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".comparison-")]
+
+
+@pytest.mark.unit
+def test_bad_input_by_the_real_command(tmp_path):
+    result = run_cli(tmp_path / "nowhere", tmp_path / "nowhere2", "--output", tmp_path / "out")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "compare_runs.py: error: %s: no such file or directory\n" % (
+        tmp_path / "nowhere")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def two_tiny_runs(tmp_path_factory):
+    """Two real runs of the workflow on a tiny model, 2 replicates each; the second names the
+    first as its baseline, so the workflow adds the comparison to its outputs."""
+    root = tmp_path_factory.mktemp("compare-e2e")
+    models = root / "models"
+    models.mkdir()
+    with open(os.path.join(TEST_MODELS, "tiny-bert-16pos.json")) as handle:
+        (models / "tiny-bert-16pos.json").write_text(handle.read())
+    settings = dict(QUICK, replicates=2)
+    grid = dict(models_dir=str(models), models=["tiny-bert-16pos"], batch_sizes=[1],
+                sequence_lengths=[8, 16], modes={"pytorch": ["eager"],
+                                                 "tensorflow": ["function"]}, **settings)
+    first = root / "first"
+    first.mkdir()
+    snakemake(first, "results/summary.parquet", "--cores", "2", "--configfile",
+              write_config(first, **grid))
+    second = root / "second"
+    second.mkdir()
+    config = write_config(second, baseline=str(first), **grid)
+    planned = snakemake(second, "--dry-run", "--cores", "2", "--configfile", config)
+    assert "compare_baseline" in planned.stdout  # rule all asks for it
+    snakemake(second, "results/comparison/comparison.md", "--cores", "2", "--configfile", config)
+    return first, second
+
+
+@pytest.mark.workflow
+def test_two_real_runs_compare_end_to_end(two_tiny_runs, tmp_path):
+    first, second = two_tiny_runs
+    output = tmp_path / "out"
+    result = run_cli(first, second / "results" / "summary.parquet", "--output", output)
+    assert result.returncode in (0, 1), result.stderr
+    points = pd.read_csv(output / "comparison.csv")
+    assert len(points) == 4  # 2 cells x 2 lengths, replicates combined
+    assert set(points["replicates_base"]) == {2} == set(points["replicates_new"])
+    assert set(points["interval"]) == {"between processes"}
+    assert (points["ratio"] > 0).all() and (points["ci_low"] <= points["ci_high"]).all()
+    assert set(points["verdict"]) <= {"slower", "faster", "no clear change"}
+    assert result.returncode == int(points["beyond_threshold"].any())
+    environment = pd.read_csv(output / "environment.csv")
+    assert "started_at" not in set(environment["column"])  # always differs: not a change
+    # The workflow's own comparison (config key baseline) is the same table.
+    made = pd.read_csv(second / "results" / "comparison" / "comparison.csv")
+    pd.testing.assert_frame_equal(made, points)
+    assert (second / "results" / "comparison" / "comparison.png").stat().st_size > 10000
+    text = (second / "results" / "comparison" / "comparison.md").read_text()
+    assert "(nan)" not in text and "replicates 2" in text
+
+
+@pytest.mark.workflow
+def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
+    config = write_config(tmp_path, baseline=str(tmp_path / "nowhere"))
+    result = snakemake(tmp_path, "--cores", "1", "--dry-run", "--configfile", config,
+                       check=False)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "config key baseline" in output and "no such file or directory" in output
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.unit
+def test_other_methods_are_said_loudly_and_matched_only_when_asked():
+    base = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=1, method="duel")))
+    new = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=2, method="hf2019")))
+    with pytest.raises(compare.CompareError, match="no point in common"):
+        compare.compare(base, new)
+    result = compare.compare(base, new, ignore=["method"])
+    assert result.warnings[0] == ("DIFFERENT METHODS: base timed with duel, new with hf2019 "
+                                  "(matched across methods: --ignore method).")
+    assert set(result.points["statistic"]) == {"mean"}  # the new side's method's figure
+    assert len(result.points) == 10 and result.exit_status == 0

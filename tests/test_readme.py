@@ -1,0 +1,192 @@
+"""The README's commands work as written: every command of its shell blocks is run here, planned
+here, or named with what it needs that this machine lacks.
+
+They run literally, in a copy of the checkout whose default grid (config/config.yaml) is the tiny
+BERT, PyTorch eager, one point, quick timing: the README's own grid would take many minutes.
+Commands whose grid stays long even so (a --config on the command line beats any config file)
+are planned (`-n` appended): their syntax and planning are what is checked; the README's subsets of
+this suite are collected (`--collect-only`). A command added to the README must be added to
+COMMANDS below, or this test fails naming it.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import QUICK, REPO, TEST_MODELS
+
+pytestmark = pytest.mark.workflow
+
+RUN, PLAN, COLLECT = "run", "plan", "collect"
+OUT_OF_REACH = {
+    "docker": "a Docker engine and an image (tests/test_docker.py builds one and runs cells)",
+    "apptainer": "Apptainer, which cannot be installed here (tests/test_containers.py runs its "
+                 "wiring with a stand-in)",
+    "slurm": "a SLURM cluster (tests/test_slurm.py starts one and runs this profile)",
+}
+# Every command of the README's ```bash blocks (comments dropped, continued lines joined), and
+# what this test does with it, in the README's order.
+COMMANDS = {
+    "bash scripts/setup.sh && .venv/bin/snakemake --cores all": RUN,
+    ".venv/bin/snakemake --report results/report.html": RUN,
+    "bash scripts/setup.sh --tests && .venv/bin/python -m pytest tests":
+        "this suite itself (.ci/run runs exactly this)",
+    ".venv/bin/python -m pytest -m unit": COLLECT,
+    ".venv/bin/python -m pytest -m \"not era and not docker and not slurm\"": COLLECT,
+    ".venv/bin/python -m pytest -m \"era or docker or slurm\"": COLLECT,
+    ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
+    ".venv/bin/snakemake --cores all --config 'models=[gpt2,roberta-base]' 'batch_sizes=[1,8]' "
+    "'sequence_lengths=[128,512]' 'frameworks=[tensorflow]' 'modes={tensorflow: [function]}' "
+    "'method=[duel,hf2019]'": PLAN,
+    # every workflow test runs Snakemake this way (conftest.snakemake): planned here
+    "CHECKOUT/.venv/bin/snakemake -s CHECKOUT/Snakefile --directory OUT --configfile my.yaml "
+    "--cores all": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml --config "
+    "'models=[bert-base-cased,gpt2]' 'batch_sizes=[1]' 'sequence_lengths=[8,128]'": PLAN,
+    ".venv/bin/python scripts/build_image.py current cpu": OUT_OF_REACH["docker"],
+    ".venv/bin/python scripts/build_image.py current cpu --local-base": OUT_OF_REACH["docker"],
+    ".venv/bin/snakemake --cores all --config runner=docker": OUT_OF_REACH["docker"],
+    ".venv/bin/python scripts/build_image.py current cpu --engine apptainer":
+        OUT_OF_REACH["apptainer"],
+    ".venv/bin/snakemake --cores all --config runner=apptainer --sdm apptainer "
+    "--apptainer-args=\"--nv\"": OUT_OF_REACH["apptainer"],
+    ".venv/bin/snakemake --unlock --cores 1": RUN,
+    ".venv/bin/snakemake --cores all --rerun-incomplete": RUN,
+    "bash scripts/setup.sh --slurm": OUT_OF_REACH["slurm"],
+    ".venv-slurm/bin/snakemake --profile config/profiles/slurm --config cell_threads=16 "
+    "--default-resources slurm_partition=NAME slurm_account=NAME": OUT_OF_REACH["slurm"],
+    ".venv/bin/python benchmarks/harness.py --output harness.json":
+        "the harness benchmark, on demand (minutes; tests/test_harness_benchmark.py checks its "
+        "code)",
+}
+TINY_GRID = dict(QUICK, models=["tiny-bert-16pos"], frameworks=["pytorch"],
+                 modes={"pytorch": ["eager"]}, batch_sizes=[1], sequence_lengths=[8])
+
+
+def readme_commands(path=os.path.join(REPO, "README.md")):
+    """The commands of a Markdown file's ```bash blocks, in order."""
+    with open(path) as handle:
+        blocks = re.findall(r"^```bash\n(.*?)^```", handle.read(), flags=re.M | re.S)
+    commands = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"(^|\s)#.*$", "", line).strip()
+            if line:
+                commands.append(" ".join(line.split()))
+    return commands
+
+
+def tiny_checkout(folder):
+    """A checkout whose default grid is tiny: the workflow's files copied (Snakemake's base
+    folder is the Snakefile's), the code and environment linked, config.yaml made tiny."""
+    os.makedirs(folder)
+    for name in ("Snakefile", "rules", "report", "config"):
+        source = os.path.join(REPO, name)
+        if os.path.isdir(source):
+            shutil.copytree(source, os.path.join(folder, name))
+        else:
+            shutil.copy(source, folder)
+    for name in ("scripts", "envs", "containers", "benchmarks", ".venv"):
+        os.symlink(os.path.join(REPO, name), os.path.join(folder, name))
+    shutil.copy(os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
+                os.path.join(folder, "config", "models"))
+    path = os.path.join(folder, "config", "config.yaml")
+    with open(path) as handle:
+        config = yaml.safe_load(handle)
+    config.update(TINY_GRID)
+    with open(path, "w") as handle:
+        yaml.safe_dump(config, handle)
+    return folder
+
+
+def shell(command, cwd, timeout=1200):
+    result = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, "%s\n%s\n%s" % (command, result.stdout[-3000:],
+                                                   result.stderr[-5000:])
+    return result
+
+
+def test_every_readme_command_is_run_planned_or_out_of_reach_here():
+    commands = readme_commands()
+    assert [command for command in commands if command not in COMMANDS] == []
+    assert [command for command in COMMANDS if command not in commands] == []
+
+
+@pytest.fixture(scope="module")
+def readme_run(tmp_path_factory):
+    """Every README command this machine can run or plan, in the README's order, in a tiny
+    checkout; returns the checkout and the commands done."""
+    tmp_path = tmp_path_factory.mktemp("readme")
+    checkout = tiny_checkout(str(tmp_path / "checkout"))
+    done = []
+    for command in readme_commands():
+        what = COMMANDS[command]
+        if what == COLLECT:  # a subset of this suite: its marker expression selects tests, on
+            # one module with unit, workflow and era tests (the whole suite collects in 20 s)
+            result = shell(command + " --collect-only -q -p no:cacheprovider tests/test_eras.py",
+                           REPO)
+            assert "::test_" in result.stdout, command
+        elif command.startswith("CHECKOUT/"):  # from elsewhere, with a config file of one's own
+            elsewhere = tmp_path / "elsewhere"
+            elsewhere.mkdir()
+            with open(str(elsewhere / "my.yaml"), "w") as handle:
+                yaml.safe_dump(dict(TINY_GRID, seed=1), handle)
+            command = command.replace("CHECKOUT", checkout).replace("OUT", str(tmp_path / "out"))
+            result = shell(command + " -n", str(elsewhere))
+            assert "run_cell" in result.stdout and "make_reference" in result.stdout, command
+            done.append(command)
+            continue
+        elif what == PLAN:
+            result = shell(command + " -n", checkout)
+            assert "run_cell" in result.stdout, command
+        elif what == RUN:
+            shell(command, checkout)
+        else:
+            continue
+        done.append(command)
+    return checkout, done
+
+
+def test_the_readme_commands_work_as_written(readme_run):
+    checkout, done = readme_run
+    assert len(done) == len([command for command in readme_commands()
+                             if COMMANDS[command] in (RUN, PLAN, COLLECT)])
+    results = os.path.join(checkout, "results")
+    for name in ("summary.xlsx", "summary.parquet", "summary.csv", "report.html",
+                 os.path.join("statistics", "statistics.html"), "environment.html"):
+        assert os.path.getsize(os.path.join(results, name)) > 0, name
+    assert os.listdir(os.path.join(results, "plots"))
+    with open(os.path.join(results, "report.html")) as handle:
+        assert "merge_shards" in handle.read()  # the report holds the rules' code
+
+
+def test_a_corrupt_shard_stops_the_merge_with_one_line_saying_what_to_do(readme_run):
+    """The README's run command again after a shard was damaged: one line naming the file, in
+    the merge's log and on the console; deleting the shard replans that cell alone."""
+    checkout, _ = readme_run
+    (shard,) = glob.glob(os.path.join(checkout, "results", "shards", "**", "*.parquet"),
+                         recursive=True)
+    with open(shard, "r+b") as handle:
+        handle.truncate(os.path.getsize(shard) // 2)
+    result = subprocess.run(["bash", "-c", ".venv/bin/snakemake --cores all"], cwd=checkout,
+                            capture_output=True, text=True, timeout=1200)
+    assert result.returncode != 0
+    line = ("cannot merge shard %s: not a readable Parquet file, corrupt or truncated "
+            "(ArrowInvalid: " % os.path.relpath(shard, checkout))
+    with open(os.path.join(checkout, "results", "logs", "merge_shards.log")) as handle:
+        log = handle.read()
+    assert log.startswith(line) and len(log.splitlines()) == 1, log
+    assert log.strip().endswith("Delete it and run the same command again: Snakemake measures "
+                                "that cell again, alone.")
+    assert result.stderr.count(log.strip()) == 1, result.stderr[-3000:]
+    assert "summary.py" not in result.stderr  # no traceback of the merge's code
+    os.remove(shard)
+    plan = shell(".venv/bin/snakemake --cores all -n", checkout).stdout
+    jobs = dict(line.split()[:2] for line in plan.splitlines()
+                if line.split()[:1] in (["run_cell"], ["make_reference"], ["merge_shards"]))
+    assert jobs == {"run_cell": "1", "merge_shards": "1"}, plan

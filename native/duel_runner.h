@@ -7,8 +7,8 @@
 // more call, for the reference check in the cell. No Python interpreter runs in this process.
 //
 // The stopping rule (timing.py, time_duel; tests/test_deployed_timing.py holds the two in step):
-//   barrier; first call timed apart (first_call_ms) if warmup_calls > 0; warmup_calls - 1 more
-//   untimed calls; barrier; then one call per sample, a barrier before each clock read, until
+//   barrier; first call timed apart (first_call_ms); max(1, warmup_calls) - 1 more untimed
+//   calls (at least one warm-up: the first call is never a sample); barrier; then one call per sample, a barrier before each clock read, until
 //   (n >= min_samples and elapsed >= min_time_s) or n >= max_samples or elapsed >= max_time_s.
 #ifndef DUEL_RUNNER_H
 #define DUEL_RUNNER_H
@@ -60,17 +60,17 @@ inline Measurement time_duel(const std::function<void()>& call,
                              const Settings& settings) {
   Measurement result;
   auto clock = monotonic_s;
+  // At least one warm-up call whatever warmup_calls says: the first call is never a sample.
+  long warmup_calls = settings.warmup_calls > 1 ? settings.warmup_calls : 1;
   synchronise();
-  if (settings.warmup_calls > 0) {
-    double before = clock();
-    call();
-    synchronise();
-    double after = clock();
-    result.has_first_call = true;
-    result.first_call_ms = (after - before) * 1000.0;
-    result.first_output_at = after;
-  }
-  for (long i = 0; i < settings.warmup_calls - 1; ++i) call();
+  double before_first = clock();
+  call();
+  synchronise();
+  double after_first = clock();
+  result.has_first_call = true;
+  result.first_call_ms = (after_first - before_first) * 1000.0;
+  result.first_output_at = after_first;
+  for (long i = 0; i < warmup_calls - 1; ++i) call();
   synchronise();
   double started = clock();
   while (true) {
@@ -185,7 +185,7 @@ inline void write_result(const std::string& path, const Result& result) {
   out << "], \"first_call_ms\": ";
   if (result.measurement.has_first_call) out << result.measurement.first_call_ms;
   else out << "null";
-  out << ", \"warmup_calls\": " << result.settings.warmup_calls;
+  out << ", \"warmup_calls\": " << (result.settings.warmup_calls > 1 ? result.settings.warmup_calls : 1);
   out << ", \"load_ms\": ";
   if (result.launched_at > 0) out << (result.measurement.first_output_at - result.launched_at) * 1000.0;
   else out << "null";

@@ -13,6 +13,7 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 include: "rules/common.smk"
 include: "rules/envs.smk"
+include: "rules/deploy.smk"
 include: "rules/cells.smk"
 include: "rules/summary.smk"
 include: "rules/report.smk"

@@ -44,6 +44,8 @@ rule run_cell:
         model_config=model_config,
         era_env=era_env_marker,
         reference=cell_weights,
+        artifacts=cell_artifacts,
+        runner=cell_runner,
     output:
         shard=plan.SHARD_PATTERN,
     log:
@@ -76,6 +78,7 @@ rule run_cell:
         learning_rate=config["training"]["learning_rate"],
         duel=config["duel"],
         hf2019=config["hf2019"],
+        deployed=deployed_arguments,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"
@@ -92,5 +95,5 @@ rule run_cell:
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
         " --max-time-s {params.duel[max_time_s]}"
         " --repeat {params.hf2019[repeat]} --number {params.hf2019[number]}"
-        " --runner {params.runner:q} {params.image:q} {params.drift:q}"
+        " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
         " --output {output.shard:q} > {log:q} 2>&1"

@@ -12,7 +12,17 @@ CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
-from duel.host import chart_kinds, drift, eras, images, plan, resources, runs
+from duel.cell.adapters import deployed
+from duel.host import (
+    chart_kinds,
+    deployment,
+    drift,
+    eras,
+    images,
+    plan,
+    resources,
+    runs,
+)
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
@@ -55,6 +65,13 @@ RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "run_in_docker.py")
 REFERENCE = "results/reference/{era}/{model}/reference.json"
 TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
 RUNNER = config["runner"]
+EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "export_artifacts.py")
+BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "build_runner.py")
+NATIVE_SOURCES = sorted(
+    os.path.join(CHECKOUT, "native", name)
+    for name in os.listdir(os.path.join(CHECKOUT, "native"))
+)
+RUNNERS_DIR = plan.resolve_dir(config, "runners_dir", ".runners", CHECKOUT)
 
 
 def is_native(wildcards):
@@ -176,6 +193,9 @@ wildcard_constraints:
     replicate="[1-9][0-9]*",
     lock_key="[0-9a-f]{12}",
     weights="reference|training",
+    artifact="torchscript|savedmodel",
+    runtime="libtorch|tensorflow",
+    lock="[0-9a-f]{12}",
 
 
 REPLICATES = config["replicates"]
@@ -226,9 +246,47 @@ def cell_weights(wildcards):
     return TRAINING_WEIGHTS if wildcards.task == "training" else REFERENCE
 
 
+def cell_artifacts(wildcards):
+    """A deployment cell's exported artifacts (rules/deploy.smk), none for other modes."""
+    if not deployed.is_deployed(wildcards.mode):
+        return []
+    return deployment.artifact_folder(
+        wildcards.era,
+        wildcards.device,
+        deployed.artifact_format(wildcards.mode),
+        wildcards.model,
+    )
+
+
+def cell_runner(wildcards):
+    """A C/C++ deployment cell's runner build record (rules/deploy.smk), none for others."""
+    if not deployed.runs_in_cpp(wildcards.mode):
+        return []
+    return deployment.runner_record(
+        RUNNERS_DIR, CHECKOUT, wildcards.era, wildcards.device, wildcards.framework
+    )
+
+
+def deployed_arguments(wildcards):
+    """run_cell's --artifact-dir / --runner-build for a deployment cell."""
+    words = []
+    if deployed.is_deployed(wildcards.mode):
+        words += ["--artifact-dir", cell_artifacts(wildcards)]
+    if deployed.runs_in_cpp(wildcards.mode):
+        words += ["--runner-build", cell_runner(wildcards)]
+    return words
+
+
+def artifact_output():
+    """Exported artifacts are removed once their cells ran, unless config keep_artifacts."""
+    folder = directory("results/artifacts/{era}/{device}/{artifact}/{model}")
+    return folder if config.get("keep_artifacts") else temp(folder)
+
+
 def grid(wildcards):
     """The batch sizes and lengths of the cell's task, as command-line lists."""
-    batch_sizes, sequence_lengths = plan.task_grid(config, wildcards.task)
+    task = getattr(wildcards, "task", "inference")  # an export has no task: inference
+    batch_sizes, sequence_lengths = plan.task_grid(config, task)
     return {
         "batch_sizes": joined(batch_sizes),
         "sequence_lengths": joined(sequence_lengths),

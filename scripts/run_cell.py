@@ -27,6 +27,7 @@ FRAMEWORK_ENVIRONMENT = {
     "tensorflow": {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"},
     "both": {"USE_TORCH": "AUTO", "USE_TF": "AUTO", "TF_USE_LEGACY_KERAS": "1"},
 }
+DEPLOYED_MODES = ("jitpy", "jitcpp", "savedpy", "savedcpp")  # duel/cell/adapters/deployed.py
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -53,7 +54,8 @@ def parse_args(argv=None):
     cell.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                       help="cuda: the first GPU (a cpu cell hides every GPU from the frameworks)")
     cell.add_argument("--framework", required=True, choices=["pytorch", "tensorflow"])
-    cell.add_argument("--mode", default="eager", help="pytorch: eager, torchscript, compile; tensorflow: eager, function, xla")
+    cell.add_argument("--mode", default="eager", help="pytorch: eager, torchscript, compile, "
+                      "jitpy, jitcpp; tensorflow: eager, function, xla, savedpy, savedcpp")
     cell.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                       help="fp16/bf16: mixed precision (autocast, Keras policies)")
     cell.add_argument("--tf32", default="off", choices=["on", "off"],
@@ -93,8 +95,16 @@ def parse_args(argv=None):
     recorded.add_argument("--accept-drift", action="store_true",
                           help="the run accepted a workflow environment that differs from its "
                                "lock file (config key accept_drift); recorded in every row")
+    deployed = parser.add_argument_group("deployment modes (jitpy, jitcpp, savedpy, savedcpp)")
+    deployed.add_argument("--artifact-dir", default=None,
+                          help="the exported artifacts (scripts/export_artifacts.py)")
+    deployed.add_argument("--runner-build", default=None,
+                          help="jitcpp, savedcpp: the runner's build record "
+                               "(build.json, scripts/build_runner.py)")
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)
+    if args.mode in DEPLOYED_MODES and not args.artifact_dir:
+        parser.error("mode %s needs --artifact-dir" % args.mode)
     for method in args.methods:
         if method not in ("duel", "hf2019"):
             parser.error("unknown method %r (methods: duel, hf2019)" % method)
@@ -118,7 +128,8 @@ def prepare_process(framework, device, threads):
 def settings_digest(args, spec):
     """SHA-256 of everything that determines this cell's numbers (not where they are written)."""
     settings = dict(vars(args))
-    for where in ("output", "reference_dir", "replicate"):  # not what the numbers depend on
+    # not what the numbers depend on
+    for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build"):
         settings.pop(where)
     settings.pop("accept_drift")  # recorded, but it changes no number
     settings["architecture"] = spec.architecture
@@ -143,9 +154,11 @@ def main(argv=None):
     from duel.cell import shard, sweep, timing
     from duel.cell.adapters import load_adapter
 
-    adapter = load_adapter(args.framework)(
+    adapter = load_adapter(args.framework, args.mode)(
         args.mode, args.device, args.precision, threads, args.task, tf32=args.tf32 == "on"
     )
+    if args.mode in DEPLOYED_MODES:
+        adapter.attach(args.artifact_dir, args.runner_build)
     columns = environment.host_columns(
         threads=threads,
         runner=args.runner,

@@ -116,7 +116,8 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     assert workbook.sheetnames == [
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
         "current cpu PT eager hf2019", "current cpu PT jit duel", "ratio PT-TF", "statistics", "noise",
-        "mode speed-up", "GFLOP per s", "cross-era", "historical 2019", "environment"]
+        "mode speed-up", "GFLOP per s", "cross-era", "deployment", "historical 2019",
+        "environment"]
 
     long_rows = sheet_rows(workbook, "long")
     assert long_rows[0][: len(contract.NAMES)] == contract.NAMES

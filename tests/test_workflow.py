@@ -93,7 +93,7 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu TF eager duel", "current cpu TF eager hf2019",
         "current cpu TF func duel", "current cpu TF func hf2019",
         "ratio PT-TF", "statistics", "noise", "mode speed-up", "GFLOP per s", "cross-era",
-        "historical 2019", "environment"]
+        "deployment", "historical 2019", "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))
@@ -141,6 +141,8 @@ def test_the_run_has_its_charts_statistics_and_report(run):
     assert "not-in-this-run.png" in os.listdir(os.path.join(results, "plots", "eras"))
     # one process per cell here: the noise kind says there is no spread to show
     assert "not-in-this-run.png" in os.listdir(os.path.join(results, "plots", "noise"))
+    # and no deployment mode ran
+    assert "not-in-this-run.png" in os.listdir(os.path.join(results, "plots", "deployment"))
     with open(os.path.join(results, "statistics", "ratios.csv")) as handle:
         lines = list(csv.DictReader(handle))
     assert len(lines) == 2 * 2 * 2 * 6  # methods x TensorFlow modes x models x points
@@ -159,7 +161,7 @@ def test_the_run_has_its_charts_statistics_and_report(run):
                  "current_cpu_fp32_inference_duel.png", "Which framework is faster",
                  "Time vs sequence length", "Graph modes vs eager"):
         assert name in page, name
-    assert page.count("data:image/png;") == 14  # every chart's PNG embedded
+    assert page.count("data:image/png;") == 15  # every chart's PNG (deployment's placeholder too)
 
 
 def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):

@@ -70,6 +70,14 @@ TRAINING = [  # task training only (sweep.py): the loss on the point's batch aro
     ("train_steps", pa.int64()),  # optimiser steps the point took, warm-up included
     ("learning_rate", pa.float64()),
 ]
+DEPLOYMENT = [  # deployment modes only (adapters/deployed.py says how each is measured)
+    ("artifact_bytes", pa.int64()),  # size on disk of the exported artifact the point ran
+    ("export_s", pa.float64()),  # wall time of that artifact's export
+    ("artifact_load_ms", pa.float64()),  # the runtime's load call alone
+    ("load_ms", pa.float64()),  # cold start: C/C++ process start (Python: load) to first output
+    ("runtime", pa.string()),  # e.g. libtorch, tensorflow-c, torch.jit (Python)
+    ("runtime_version", pa.string()),
+]
 GRAPH = [  # mode compile (adapters/pytorch.py): what torch.compile did during the point
     ("compiles", pa.int64()),  # graphs Dynamo compiled (a static graph per point: 1)
     ("recompiles", pa.int64()),  # of those, compiled after the point's first call (0)
@@ -130,7 +138,8 @@ ENVIRONMENT = [
     ("drift_accepted", pa.bool_()),
 ]
 
-COLUMNS = IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + WORK + ENVIRONMENT
+COLUMNS = (IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + DEPLOYMENT + WORK
+           + ENVIRONMENT)
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
 STATUSES = ("ok", "oom", "error", "skipped")

@@ -78,6 +78,8 @@ def measure(adapter, spec, point, settings):
     with adapter.inference_context(point.method):
         if point.method == "hf2019":
             measurement = timing.time_hf2019(call, settings.hf2019)
+        elif adapter.times_itself:
+            measurement = adapter.time_point(inputs, settings.duel)
         else:
             measurement = timing.time_duel(call, adapter.synchronise, settings.duel)
     columns = timing.summarise(measurement)
@@ -90,6 +92,7 @@ def measure(adapter, spec, point, settings):
     columns["peak_host_rss_method"] = probe.method
     columns["peak_device_mb"] = adapter.device_peak_mib()
     columns["peak_device_method"] = adapter.device_peak_method
+    columns.update(adapter.point_columns(columns))
     if adapter.task == "training":
         columns.update(loss_start=loss_start, loss_end=adapter.evaluation_loss(inputs),
                        train_steps=call.calls, learning_rate=settings.learning_rate)
@@ -160,6 +163,8 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
                 point.seq_len,
                 limit,
             )
+        elif adapter.point_unsupported(point):
+            row["status"], row["message"] = "skipped", adapter.point_unsupported(point)
         elif build_error:
             row["status"], row["message"] = "error", build_error
         else:

@@ -14,6 +14,7 @@ SUBCATEGORIES = {
     "memory": "Peak memory",
     "gflops": "Achieved GFLOP/s",
     "noise": "How much the processes differed",
+    "deployment": "Deployed: Python vs C/C++",
 }
 KINDS = tuple(SUBCATEGORIES)
 # Kinds shown at the top of the report; the others under Charts.

@@ -65,3 +65,40 @@ def cross_era(frame, old="hf2019", new="current"):
     on = [key for key in summary.TABLE_KEYS if key != "era"] + POINT_KEYS
     pairs = pair_up(frame, "era", new, old, on)
     return pairs
+
+
+# The deployment view: each C/C++ mode against the in-process Python run of the same graph
+# (the same artifact loaded in Python, and the graph mode it was exported from), and the two
+# frameworks' deployed modes against each other.
+PYTHON_COST_PAIRS = [("pytorch", "jitpy", "jitcpp"), ("pytorch", "torchscript", "jitcpp"),
+                     ("tensorflow", "savedpy", "savedcpp"), ("tensorflow", "function", "savedcpp")]
+DEPLOYED_PAIRS = [("jitcpp", "savedcpp"), ("jitpy", "savedpy")]
+
+
+def python_costs(frame):
+    """Python time / C/C++ time of the same graph per point (> 1: the C/C++ runner faster),
+    for each pair of PYTHON_COST_PAIRS that ran; columns ``python_mode``, ``cpp_mode``."""
+    on = [key for key in summary.TABLE_KEYS if key != "mode"] + POINT_KEYS
+    frame = summary.with_reported(frame)
+    pairs = []
+    for framework, python_mode, cpp_mode in PYTHON_COST_PAIRS:
+        rows = frame[(frame["framework"] == framework)
+                     & frame["mode"].isin([python_mode, cpp_mode])]
+        if set(rows["mode"]) != {python_mode, cpp_mode}:
+            continue
+        pair = pair_up(rows, "mode", python_mode, cpp_mode, on)
+        pair["python_mode"], pair["cpp_mode"] = python_mode, cpp_mode
+        pairs.append(pair)
+    if not pairs:
+        return pd.DataFrame(columns=on + ["python_mode", "cpp_mode", "ratio"])
+    return pd.concat(pairs, ignore_index=True)
+
+
+def deployed_ratios(frame):
+    """PyTorch deployed time / TensorFlow deployed time per point (> 1: PyTorch slower), for
+    the C/C++ modes and the Python loaders of the same artifacts."""
+    ratios = framework_ratios(frame)
+    keep = pd.Series([(a, b) in DEPLOYED_PAIRS for a, b in zip(ratios["mode_pytorch"],
+                                                               ratios["mode_tensorflow"])],
+                     index=ratios.index, dtype=bool)
+    return ratios[keep]

@@ -13,6 +13,7 @@ import sys
 
 from duel.cell import contract
 
+from . import deployment
 from . import eras as era_envs
 from . import images
 
@@ -242,6 +243,10 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
         check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
     check_models(config["models"], resolve_models_dir(config, checkout))
+    try:  # before the runner's checks: with docker or apptainer this is the reason to give
+        deployment.check(config)
+    except deployment.DeploymentError as error:
+        raise PlanError(str(error))
     if probe:
         check_runner(config, checkout, apptainer_enabled)
     return [

@@ -14,7 +14,10 @@ method), a panel per model:
 - ``modes``: speed-up of each graph mode over its framework's eager mode;
 - ``eras``: the 2019 stack against today's on the same cell and point;
 - ``memory``: peak memory of each point against sequence length;
-- ``gflops``: achieved GFLOP/s against sequence length.
+- ``gflops``: achieved GFLOP/s against sequence length;
+- ``deployment``: each framework's C/C++ runner beside the Python runs of the same graph (the
+  same artifact loaded in Python, and the graph mode it was exported from), both frameworks
+  side by side.
 
 A kind that this run cannot show (no graph mode, one era only) gets one figure that says why.
 """
@@ -54,7 +57,14 @@ COLOURS = {
     ("tensorflow", "eager"): "#ff7f0e",
     ("tensorflow", "function"): "#d62728",
     ("tensorflow", "xla"): "#8c564b",
+    ("pytorch", "jitpy"): "#aec7e8",
+    ("pytorch", "jitcpp"): "#08306b",
+    ("tensorflow", "savedpy"): "#ffbb78",
+    ("tensorflow", "savedcpp"): "#7f2704",
 }
+# The deployment chart: each C/C++ mode beside the Python runs of the same graph.
+DEPLOYMENT_MODES = {"pytorch": ("torchscript", "jitpy", "jitcpp"),
+                    "tensorflow": ("function", "savedpy", "savedcpp")}
 ERA_COLOURS = {"hf2019": "#7f7f7f", "current": "#2ca02c"}
 MARKERS = ("o", "s", "^", "D", "v", "P")
 LINESTYLES = ("-", "--", ":", "-.")
@@ -415,6 +425,32 @@ def noise_charts(frame):
             threshold=100 * (statistics.NOISY_SPREAD - 1))
 
 
+def deployment_charts(frame):
+    """Time per call of the deployment modes and their Python counterparts, per model and
+    point: what Python costs (a framework's bars), PyTorch vs TensorFlow deployed (the darkest
+    bar of each)."""
+    for values, group in _by_scope(frame):
+        keep = [mode in DEPLOYMENT_MODES.get(framework, ())
+                for framework, mode in zip(group["framework"], group["mode"])]
+        group = group[keep]
+        if not group["mode"].isin(["jitcpp", "savedcpp"]).any():
+            continue
+        order = [(framework, mode) for framework in ("pytorch", "tensorflow")
+                 for mode in DEPLOYMENT_MODES[framework]]
+        present = set(zip(group["framework"], group["mode"]))
+        series = [Series(scopes.series_label(framework, mode), _colour(framework, mode),
+                         group[(group["framework"] == framework) & (group["mode"] == mode)],
+                         None, None)
+                  for framework, mode in order if (framework, mode) in present]
+        title = ("Deployed: the same graph in Python and in C/C++ (jitcpp: libtorch; savedcpp: "
+                 "TensorFlow C API), error bars: %d%% bootstrap interval, %s\n%s"
+                 % (round(statistics.CONFIDENCE * 100), scopes.interval_label(group),
+                    scopes.describe(group, values)))
+        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
+        yield scopes.file_stem(values), _bar_figure(group, series, summary.point_order(group),
+                                                    title, ylabel)
+
+
 def _heat_colour_limit(ratios):
     """The colour scale's reach in log2: the largest ratio seen, but at least 2x either way, so
     a 10% difference never looks as strong as a two-fold one."""
@@ -502,6 +538,9 @@ EMPTY = {
               "TensorFlow ran in the same scope: nothing to compare."),
     "modes": ("No graph mode", "This run has no framework with both its eager mode and a graph "
               "mode (torchscript, compile, function, xla): no speed-up to show."),
+    "deployment": ("No deployment mode", "This run has no C/C++ deployment mode (jitcpp, "
+                   "savedcpp): add them to config key 'modes', beside jitpy / savedpy or "
+                   "torchscript / function, to see what Python costs."),
     "eras": ("One era only", "This run has no cell in both eras hf2019 and current: add "
              "'eras: [hf2019, current]' to compare the 2019 stack with today's."),
 }
@@ -519,6 +558,7 @@ def charts(kind, frame, ratios):
         "memory": memory_charts,
         "gflops": gflops_charts,
         "noise": noise_charts,
+        "deployment": deployment_charts,
     }[kind](frame)
 
 

@@ -16,6 +16,9 @@ Sheets:
 - ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time), with the
   hardware's nominal peak and the share of it (peaks.py).
 - ``cross-era``: current time / hf2019 time for the same cell and point (< 1: today faster).
+- ``deployment``: what Python costs (Python time / C/C++ time of the same graph), PyTorch
+  deployed vs TensorFlow deployed, and each deployment mode's load time, artifact size, export
+  time and peak RSS.
 - ``historical 2019``: the published 2019 all-model averages beside the same aggregate of
   this run, each with the hardware it was measured on.
 - ``environment``: one row per cell and replicate: versions, CPU, threads, runner, commit,
@@ -238,6 +241,55 @@ def write_cross_era(workbook, frame, points):
         points, "(this run has no cell in both eras)")
 
 
+DEPLOYMENT_TABLES = [("load_ms", "cold start, ms: C/C++ from the runner's process start to its first "
+                                 "output; Python from the artifact's load call to the first output",
+                      1.0, RATIO_FORMAT),
+                     ("artifact_load_ms", "the load call alone, ms", 1.0, RATIO_FORMAT),
+                     ("artifact_bytes", "artifact size on disk, MiB", 2.0 ** 20, MEMORY_FORMAT),
+                     ("export_s", "export of the artifact, s", 1.0, RATIO_FORMAT),
+                     ("peak_host_rss_mb", "peak RSS, MiB (C/C++: the runner process's own)",
+                      1.0, MEMORY_FORMAT)]
+
+
+def write_deployment(workbook, frame, points):
+    """The deployment view: what Python costs (the same graph in Python and in C/C++), PyTorch
+    deployed vs TensorFlow deployed, and what each deployment mode pays besides the calls."""
+    sheet = workbook.create_sheet("deployment")
+    _append(sheet, ["Deployment modes: one exported artifact run in Python and by the "
+                    "framework's own C/C++ runtime (no Python in the timed process)"], bold=True)
+    costs = comparisons.python_costs(frame)
+    deployed = comparisons.deployed_ratios(frame)
+    if costs.empty and deployed.empty:
+        _append(sheet, ["(this run has no deployment mode beside its Python counterpart)"])
+    scope = ["era", "device", "precision", "task", "method"]
+    for values, group in costs.groupby(scope + ["framework", "python_mode", "cpp_mode"],
+                                       sort=False):
+        keys = dict(zip(scope + ["framework", "python_mode", "cpp_mode"], values))
+        _append(sheet, [])
+        _append(sheet, ["What Python costs: %(framework)s %(python_mode)s time / %(cpp_mode)s "
+                        "time (> 1: the C/C++ runner faster), %(era)s %(device)s %(precision)s "
+                        "%(task)s, method %(method)s" % keys], bold=True)
+        _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
+    for values, group in deployed.groupby(scope + ["mode_pytorch", "mode_tensorflow"],
+                                          sort=False):
+        keys = dict(zip(scope + ["mode_pytorch", "mode_tensorflow"], values))
+        _append(sheet, [])
+        _append(sheet, ["Deployed, side by side: PyTorch %(mode_pytorch)s / TensorFlow "
+                        "%(mode_tensorflow)s (> 1: PyTorch slower), %(era)s %(device)s "
+                        "%(precision)s %(task)s, method %(method)s; bootstrap intervals in "
+                        "'statistics'" % keys], bold=True)
+        _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
+    rows = frame[frame["mode"].isin(["jitpy", "jitcpp", "savedpy", "savedcpp"])]
+    for values, group in rows.groupby(summary.TABLE_KEYS, sort=False):
+        _append(sheet, [])
+        _append(sheet, ["%s, runtime %s" % (table_title(values, group), ", ".join(
+            sorted(set(group["runtime"].dropna()))) or "none")], bold=True)
+        for column, label, scale, number_format in DEPLOYMENT_TABLES:
+            _append(sheet, [label])
+            _write_table(sheet, group, points, column, number_format, scale)
+    _widen_first_column(sheet)
+
+
 def write_historical(workbook, frame):
     sheet = workbook.create_sheet("historical 2019")
     _append(sheet, ["Average seconds per call over every model and batch x length point that "
@@ -290,6 +342,9 @@ def write_about(sheet, sheet_names):
         ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "
                         "share of the hardware's nominal peak where known"],
         ["cross-era", "era current / era hf2019 time per point (< 1: today faster)"],
+        ["deployment", "Python time / C/C++ time of the same graph (> 1: C/C++ faster), "
+                       "PyTorch / TensorFlow deployed, and load time, artifact size, export "
+                       "time and peak RSS of each deployment mode"],
         ["historical 2019", "the 2019 published averages beside this run's, with hardware"],
         ["environment", "what produced each cell's numbers, per replicate"],
         [],
@@ -338,6 +393,7 @@ def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT):
     write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
+    write_deployment(workbook, frame, points)
     write_historical(workbook, frame)
     write_environment(workbook, long_frame)
     write_about(about, workbook.sheetnames[1:])

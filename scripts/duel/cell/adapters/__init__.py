@@ -11,11 +11,18 @@ ADAPTERS = {
 }
 
 
-def load_adapter(framework):
-    """The adapter class of ``framework`` (imports that framework)."""
+def load_adapter(framework, mode=None):
+    """The adapter class of ``framework`` (imports that framework), or of its deployment
+    ``mode`` (deployed.py: the Python loaders import the framework, the C/C++ runners do not)."""
     if framework not in ADAPTERS:
         raise ValueError(
             "unknown framework %r (known: %s)" % (framework, ", ".join(sorted(ADAPTERS)))
         )
+    from . import deployed
+
+    if deployed.is_deployed(mode):
+        where = "deployed_cpp" if deployed.runs_in_cpp(mode) else "deployed_python"
+        module = importlib.import_module("duel.cell.adapters." + where)
+        return module.adapter_class(framework)
     module_name, class_name = ADAPTERS[framework]
     return getattr(importlib.import_module(module_name), class_name)

@@ -202,3 +202,18 @@ class Adapter(object):
     def release_point(self):
         """Drop what one point left behind before the next point starts."""
         gc.collect()
+
+    # Deployment modes (deployed*.py) hook in here; every other adapter keeps these defaults.
+    times_itself = False  # True: ``time_point`` runs the duel method elsewhere (a C++ runner)
+
+    def time_point(self, inputs, settings):
+        """The duel Measurement of one point, timed outside this process."""
+        raise NotImplementedError
+
+    def point_unsupported(self, point):
+        """Why this cell cannot run ``point`` (e.g. its timing method), or None."""
+        return None
+
+    def point_columns(self, columns):
+        """Extra contract columns of a measured point (given the timing columns)."""
+        return {}

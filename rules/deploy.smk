@@ -1,0 +1,59 @@
+# Deployment modes (duel/cell/adapters/deployed.py): a model's shared weights exported once to
+# its framework's own format, and, for the C/C++ modes, the era's runner built with CMake
+# against the era's own wheel (native/), cached per era, device, runtime and lock-file hash.
+# Both run before the cells that use them; planning refuses these modes where they cannot run.
+
+
+rule export_artifacts:
+    input:
+        model_config=model_config,
+        era_env=era_env_marker,
+        reference=REFERENCE,
+    output:
+        folder=artifact_output(),
+    log:
+        "results/logs/artifacts/{era}/{device}/{artifact}/{model}.log",
+    conda:
+        era_conda_env
+    # Tracing and saving a model is heavy compute: it never runs beside a timing cell.
+    threads: timing_threads
+    resources:
+        mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
+        runtime=reference_runtime_min,
+    params:
+        python=era_python,
+        script=EXPORT_ARTIFACTS,
+        reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
+        grid=grid,
+        seed=config["seed"],
+    shell:
+        "{params.python:q} {params.script:q} --format {wildcards.artifact:q}"
+        " --device {wildcards.device:q} --model-config {input.model_config:q}"
+        " --reference-dir {params.reference_dir:q}"
+        " --batch-sizes {params.grid[batch_sizes]:q}"
+        " --sequence-lengths {params.grid[sequence_lengths]:q}"
+        " --seed {params.seed} --threads {threads} --output-dir {output.folder:q}"
+        " > {log:q} 2>&1"
+
+
+rule build_runner:
+    input:
+        sources=NATIVE_SOURCES,
+        lock=era_lock,
+        era_env=era_env_marker,
+    output:
+        record=os.path.join(
+            RUNNERS_DIR, "{era}-{device}", "{runtime}-{lock}", "build.json"
+        ),
+    log:
+        "results/logs/runners/{era}-{device}-{runtime}-{lock}.log",
+    conda:
+        era_conda_env
+    # Compiling takes the cores it is given: never beside a timing cell.
+    threads: timing_threads
+    params:
+        python=era_python,
+        script=BUILD_RUNNER,
+    shell:
+        "{params.python:q} {params.script:q} --runtime {wildcards.runtime:q}"
+        " --record {output.record:q} --log-name {log:q} > {log:q} 2>&1"

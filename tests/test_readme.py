@@ -59,6 +59,25 @@ COMMANDS = {
     "bash scripts/setup.sh --slurm": OUT_OF_REACH["slurm"],
     ".venv-slurm/bin/snakemake --profile config/profiles/slurm --config cell_threads=16 "
     "--default-resources slurm_partition=NAME slurm_account=NAME": OUT_OF_REACH["slurm"],
+    ".venv/bin/python scripts/lock.py": "regenerates the locks (tests/test_locks.py runs it)",
+    ".venv/bin/python scripts/lock.py --upgrade-package numpy":
+        "a deliberate upgrade of one pin (tests/test_locks.py runs the regeneration)",
+    ".venv/bin/python scripts/lock.py -- --extra-index-url URL":
+        "a regeneration with another source (URL is the user's)",
+    ".venv/bin/python scripts/rebuild_run.py RUN --output NEW":
+        "a rebuild of a past run (tests/test_rebuild.py runs it on a tiny run)",
+    ".venv/bin/python scripts/rebuild_run.py RUN --output NEW --models gpt2 --cells "
+    "pytorch/eager": "a rebuild's subset (tests/test_rebuild.py checks the narrowing)",
+    ".venv/bin/python scripts/rebuild_run.py RUN --output NEW --today-stack":
+        "a rebuild with today's locks (not run by the tests)",
+    ".venv/bin/python scripts/build_image.py hf2019 cpu --local-base --wheel-cache "
+    "~/.cache/duel-wheels/hf2019": OUT_OF_REACH["docker"],
+    ".venv/bin/python scripts/compare_runs.py BASE NEW --output DIR":
+        "a comparison of two runs (tests/test_compare.py runs it on two tiny runs)",
+    ".venv/bin/python benchmarks/aa.py --output /tmp/aa":
+        "the A/A experiment, on demand (two runs of the default grid: half an hour)",
+    ".venv/bin/python benchmarks/noise.py --rounds 4 --seconds 10 --output noise.json":
+        "the noise experiment, on demand (minutes)",
     ".venv/bin/python benchmarks/harness.py --output harness.json":
         "the harness benchmark, on demand (minutes; tests/test_harness_benchmark.py checks its "
         "code)",

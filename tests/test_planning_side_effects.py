@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import shard_file, snakemake
+from conftest import REPO, shard_file, snakemake
 from duel.host import eras
 
 pytestmark = pytest.mark.workflow
@@ -15,7 +15,9 @@ GRID = ["models=[gpt2]", "frameworks=[pytorch]"]
 
 def stale_environment(tmp_path):
     """An hf2019 cpu environment whose marker names another lock file: stale."""
-    prefix = tmp_path / "envs" / "hf2019" / "cpu"
+    from pathlib import Path
+    prefix = Path(eras.keyed_prefix(str(tmp_path / "envs"), "hf2019", "cpu",
+                                    eras.lock_file(REPO, "hf2019", "cpu")))
     (prefix / "bin").mkdir(parents=True)
     marker = prefix / eras.MARKER
     marker.write_text(json.dumps({"era": "hf2019", "lock_sha256": "0" * 64}))

@@ -99,3 +99,26 @@ def engine(tmp_path_factory):
             yield started
     except EngineError as error:
         pytest.fail("no Docker engine for the docker tests: %s" % error)
+
+
+def image_built(engine, name, build_arguments, folder, timeout):
+    """``name`` from the engine, built first with scripts/build_image.py ``build_arguments``
+    unless the engine has it already (the build's log in ``folder``): (name, image ID)."""
+    log = os.path.join(str(folder), "build.log")
+
+    def docker(*args):
+        return subprocess.run(("docker",) + args, env=engine.env, capture_output=True, text=True,
+                              timeout=120)
+
+    if docker("image", "inspect", name).returncode != 0:
+        with open(log, "w") as handle:
+            built = subprocess.run(
+                [sys.executable, os.path.join(REPO, "scripts", "build_image.py")]
+                + list(build_arguments), env=engine.env, stdout=handle,
+                stderr=subprocess.STDOUT, timeout=timeout)
+        if built.returncode != 0:
+            with open(log) as handle:
+                pytest.fail("building %s failed:\n%s" % (name, handle.read()[-5000:]))
+    found = docker("image", "inspect", "--format", "{{.Id}}", name)
+    assert found.returncode == 0, found.stderr
+    return name, found.stdout.strip()

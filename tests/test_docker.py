@@ -71,19 +71,8 @@ def image_name_for_tests():
 def image(engine, tmp_path_factory):
     """The test image, built unless the engine has it already: (name, ID)."""
     name = image_name_for_tests()
-    log = str(tmp_path_factory.mktemp("build") / "build.log")
-    with open(log, "w") as handle:
-        found = docker(engine.env, "image", "inspect", name)
-        result = found if found.returncode == 0 else subprocess.run(
-            [sys.executable, os.path.join(REPO, "scripts", "build_image.py"), "current", "cpu",
-             "--local-base", "--lock", TEST_LOCK, "--name", name],
-            env=engine.env, stdout=handle, stderr=subprocess.STDOUT, timeout=1200)
-    if result.returncode != 0:
-        with open(log) as handle:
-            pytest.fail("building %s failed:\n%s" % (name, handle.read()[-5000:]))
-    found = docker(engine.env, "image", "inspect", "--format", "{{.Id}}", name)
-    assert found.returncode == 0, found.stderr
-    return name, found.stdout.strip()
+    return conftest.image_built(engine, name, ["current", "cpu", "--local-base", "--lock", TEST_LOCK, "--name", name],
+                                tmp_path_factory.mktemp("build"), 1200)
 
 
 def models_folder(workdir):

@@ -21,7 +21,15 @@ from conftest import QUICK, REPO, TEST_MODELS, write_config
 from duel.host import images
 from test_docker import docker, run_snakemake
 
-pytestmark = [pytest.mark.docker, pytest.mark.era]
+pytestmark = [
+    pytest.mark.docker, pytest.mark.era,
+    # Known bug since the hashed locks (issue 13) met the wheel cache (issue 17): gast and
+    # sacremoses have only source archives on the registry; the cache builds them into wheels
+    # whose SHA-256 is not the lock's, so the image's --require-hashes install refuses them.
+    # Strict: this fails the run as soon as the build works again, so the mark must go then.
+    pytest.mark.xfail(strict=True, reason="hf2019 wheel cache: locally built wheels of gast and "
+                      "sacremoses do not match the lock's hashes of their source archives"),
+]
 
 MODEL = "tiny-bert-16pos"
 WHEELS = os.path.join(os.environ.get("DUEL_TEST_WHEELS",
@@ -33,19 +41,8 @@ CELLS = (("pytorch", "eager", "1.3.0"), ("tensorflow", "function", "2.0.0"))
 def image(engine, tmp_path_factory):
     """The workflow's hf2019-cpu image, built unless the engine has it already: (name, ID)."""
     name = images.default_image(REPO, "hf2019", "cpu", "docker")
-    log = str(tmp_path_factory.mktemp("build") / "build.log")
-    with open(log, "w") as handle:
-        found = docker(engine.env, "image", "inspect", name)
-        result = found if found.returncode == 0 else subprocess.run(
-            [sys.executable, os.path.join(REPO, "scripts", "build_image.py"), "hf2019", "cpu",
-             "--local-base", "--wheel-cache", WHEELS],
-            env=engine.env, stdout=handle, stderr=subprocess.STDOUT, timeout=1800)
-    if result.returncode != 0:
-        with open(log) as handle:
-            pytest.fail("building %s failed:\n%s" % (name, handle.read()[-5000:]))
-    found = docker(engine.env, "image", "inspect", "--format", "{{.Id}}", name)
-    assert found.returncode == 0, found.stderr
-    return name, found.stdout.strip()
+    return conftest.image_built(engine, name, ["hf2019", "cpu", "--local-base", "--wheel-cache", WHEELS],
+                                tmp_path_factory.mktemp("build"), 1800)
 
 
 def in_image(engine, image_id, *command):

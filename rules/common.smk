@@ -293,14 +293,19 @@ def grid(wildcards):
     }
 
 
-def cores_given():
-    """--cores. Snakemake refuses to run jobs here without it, but a command that runs none
-    (--report, --summary) needs no --cores: a job's threads are then only shown, as 1.
+def cores_or_none():
+    """--cores, or None where none was given: a command that runs no job here (--report,
+    --summary) or a run whose jobs go to a cluster executor (SLURM) needs none.
     """
     try:
         return workflow.cores
     except WorkflowError:
-        return 1
+        return None
+
+
+def cores_given():
+    """--cores; without it a job's threads are only shown (--report), as 1."""
+    return cores_or_none() or 1
 
 
 def timing_threads(wildcards):
@@ -392,7 +397,7 @@ def record_run_start():
             ERA_ENVS_DIR,
             workflow.configfiles,
             model_files,
-            workflow.cores,
+            cores_or_none(),
             sys.argv,
             shard_paths(),
         )

@@ -34,8 +34,7 @@ CHECKOUT = os.path.dirname(HERE)
 SCRIPTS = os.path.join(CHECKOUT, "scripts")
 sys.path.insert(0, SCRIPTS)
 
-import run_cell  # noqa: E402  (sets the framework's environment before its import)
-from duel.cell import environment, models, sweep, timing  # noqa: E402
+from duel.cell import environment, models, process, sweep, timing  # noqa: E402
 
 FULL = {
     "overhead_samples": 20000,
@@ -130,7 +129,7 @@ def measure_overhead(config):
 
 def measure_agreement(config, threads):
     """Part 2: Duel, torch.utils.benchmark.Timer and a bare loop on one model and input."""
-    run_cell.prepare_process("pytorch", "cpu", threads)
+    process.prepare_process("pytorch", "cpu", threads)
     from torch.utils import benchmark
 
     from duel.cell.adapters import load_adapter

@@ -25,6 +25,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 NATIVE = os.path.join(os.path.dirname(HERE), "native")
 RUNNER = "duel-runner"
+sys.path.insert(0, HERE)
+
+from duel.cell import files  # noqa: E402
 
 # Run by the era's interpreter (any Python from 3.6): where the wheel keeps what CMake needs.
 PROBES = {
@@ -117,8 +120,8 @@ def build(python, runtime, folder, log=sys.stderr):
         log)
     run(["cmake", "--build", build_dir], log)
     runner = os.path.join(folder, RUNNER)
-    shutil.copy2(os.path.join(build_dir, RUNNER), runner + ".partial")
-    os.replace(runner + ".partial", runner)
+    with files.atomic_path(runner) as partial:
+        shutil.copy2(os.path.join(build_dir, RUNNER), partial)
     shutil.rmtree(build_dir)
     return found
 
@@ -141,9 +144,7 @@ def build_record(python, runtime, record_path, log_name, log=sys.stderr):
         record.update(status="error", message="the %s runner did not build: %s (see %s)"
                       % (runtime, error, log_name))
     record["build_s"] = round(time.time() - started, 1)
-    with open(record_path + ".partial", "w") as handle:
-        json.dump(record, handle, indent=2)
-    os.replace(record_path + ".partial", record_path)
+    files.write_json(record_path, record)
     return record
 
 

@@ -32,6 +32,7 @@ CHECKOUT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import uv_options  # noqa: E402
+from duel.cell import locks  # noqa: E402
 
 PLATFORM = "x86_64-manylinux_2_28"
 # (lock file, its direct requirements, the lock it is layered on or constrained by, whether the
@@ -47,11 +48,6 @@ RESOLVED = [
 ]
 HASHED = ["envs/current-cuda.txt", "envs/hf2019.txt", "envs/hf2019-cuda.txt"]
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)")
-REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
-
-
-def canonical(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def blocks(text):
@@ -60,7 +56,7 @@ def blocks(text):
     for line in text.splitlines():
         match = PIN.match(line)
         if match:
-            name = canonical(match.group(1))
+            name = locks.canonical(match.group(1))
             found[name] = [line]
         elif name and line.startswith(" "):
             found[name].append(line)
@@ -111,7 +107,7 @@ def rehash_lock(uv, uv_env, options, lock):
     path = os.path.join(CHECKOUT, lock)
     with open(path) as handle:
         text = handle.read()
-    python = REQUIRES.search(text).group(1)
+    python = locks.required_python(path)
     kept, pins, continued = [], [], False
     for line in text.splitlines():
         if continued and line.startswith(" "):  # a hash line of the pin above: replaced below
@@ -134,7 +130,7 @@ def rehash_lock(uv, uv_env, options, lock):
     for line in kept:
         match = PIN.match(line)
         if match:
-            hashes = [entry.strip() for entry in hashed[canonical(match.group(1))][1:]]
+            hashes = [entry.strip() for entry in hashed[locks.canonical(match.group(1))][1:]]
             if not hashes:
                 raise SystemExit("%s: no hash found for %s" % (lock, match.group(0)))
             lines.append(match.group(0) + " \\")

@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main(argv=None):
     sys.path.insert(0, HERE)
-    from run_cell import positive_ints, prepare_process
+    from duel.cell.process import positive_ints, prepare_process
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-config", required=True, help="a config/models/*.json file")

@@ -19,27 +19,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Set before any framework is imported: offline, quiet, one framework per process, threads.
-# torch.compile compiles in the calling process (no background workers finishing kernels while
-# samples are taken, on the cores the cell times with).
-FRAMEWORK_ENVIRONMENT = {
-    "pytorch": {"USE_TF": "0", "USE_TORCH": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"},
-    "tensorflow": {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"},
-    "both": {"USE_TORCH": "AUTO", "USE_TF": "AUTO", "TF_USE_LEGACY_KERAS": "1"},
-}
-DEPLOYED_MODES = ("jitpy", "jitcpp", "savedpy", "savedcpp")  # duel/cell/adapters/deployed.py
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+sys.path.insert(0, HERE)
 
-
-def positive_ints(text):
-    """'1,2,4' -> [1, 2, 4]; every value a positive integer."""
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected comma-separated integers, got %r" % text)
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError("expected positive integers, got %r" % text)
-    return values
+from duel.cell.adapters.deployed import is_deployed  # noqa: E402
+from duel.cell.process import positive_ints, prepare_process  # noqa: E402
 
 
 def names(text):
@@ -103,26 +86,12 @@ def parse_args(argv=None):
                                "(build.json, scripts/build_runner.py)")
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)
-    if args.mode in DEPLOYED_MODES and not args.artifact_dir:
+    if is_deployed(args.mode) and not args.artifact_dir:
         parser.error("mode %s needs --artifact-dir" % args.mode)
     for method in args.methods:
         if method not in ("duel", "hf2019"):
             parser.error("unknown method %r (methods: duel, hf2019)" % method)
     return args
-
-
-def prepare_process(framework, device, threads):
-    """Environment variables that must be set before the framework is imported.
-
-    A cpu cell hides the GPUs: TensorFlow would otherwise place its operations on a GPU.
-    """
-    os.environ.update(FRAMEWORK_ENVIRONMENT[framework])
-    if device == "cpu":
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    for variable in THREAD_VARIABLES:
-        os.environ[variable] = str(threads)
 
 
 def settings_digest(args, spec):
@@ -140,7 +109,6 @@ def settings_digest(args, spec):
 
 def main(argv=None):
     args = parse_args(argv)
-    sys.path.insert(0, HERE)
     from duel.cell import environment, models
 
     from duel.cell import conditions
@@ -157,7 +125,7 @@ def main(argv=None):
     adapter = load_adapter(args.framework, args.mode)(
         args.mode, args.device, args.precision, threads, args.task, tf32=args.tf32 == "on"
     )
-    if args.mode in DEPLOYED_MODES:
+    if is_deployed(args.mode):
         adapter.attach(args.artifact_dir, args.runner_build)
     columns = environment.host_columns(
         threads=threads,

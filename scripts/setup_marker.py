@@ -7,7 +7,6 @@ first is the environment's own), the installer, the interpreter and the hash of 
 written last and atomically. Planning reads it to say which lock a drifted .venv was set up from.
 """
 import datetime
-import json
 import os
 import platform
 import subprocess
@@ -15,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.cell import locks  # noqa: E402
+from duel.cell import files, locks  # noqa: E402
 
 MARKER = "duel-env.json"
 
@@ -39,10 +38,7 @@ def main(prefix, installer, lock_files):
         "packages": locks.set_text(packages).split(),
         "built_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    partial = os.path.join(prefix, MARKER + ".partial")
-    with open(partial, "w") as handle:
-        json.dump(marker, handle, indent=2)
-    os.replace(partial, os.path.join(prefix, MARKER))
+    files.write_json(os.path.join(prefix, MARKER), marker)
 
 
 if __name__ == "__main__":

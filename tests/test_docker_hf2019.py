@@ -9,8 +9,6 @@ fills (DUEL_TEST_WHEELS, default ~/.cache/duel-tests/wheels). The engine is the 
 TensorFlow cell of era hf2019 run through the workflow with runner docker.
 """
 import os
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest

@@ -1,7 +1,6 @@
 """Era environments: lock files, interpreters, real venv builds, and stale builds never reused."""
 import json
 import os
-import sys
 
 import pytest
 

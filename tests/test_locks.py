@@ -14,8 +14,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, SCRIPTS, TEST_MODELS, shard_file, snakemake, write_config
-from duel.cell import environment, locks
+from conftest import QUICK, REPO, SCRIPTS, TEST_MODELS, shard_file, write_config
+from duel.cell import locks
 from duel.host import eras
 
 INSTALLED = ["envs/current-cpu.txt", "envs/tests.txt", "envs/slurm.txt", "envs/uv.txt",

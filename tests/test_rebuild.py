@@ -3,7 +3,6 @@
 The repository under test is copied into a scratch clone (the checkout's files as one commit), so
 the test can add a commit on top without touching the real checkout.
 """
-import json
 import os
 import shutil
 import subprocess

@@ -163,7 +163,7 @@ def test_rounds_come_first_in_the_planned_order():
 
 # --- A real workflow run with two replicates per cell ---------------------------------------
 
-from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config  # noqa: E402
+from conftest import QUICK, TEST_MODELS, shard_file, snakemake, write_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")

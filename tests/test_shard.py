@@ -1,11 +1,13 @@
 """The shard writer: the contract's schema, every sample kept, and atomic replacement."""
+import hashlib
+import json
 import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from duel.cell import contract, shard
+from duel.cell import contract, files, shard
 
 pytestmark = pytest.mark.unit
 
@@ -47,3 +49,17 @@ def test_an_all_failed_cell_still_writes_typed_columns(tmp_path):
     table = pq.read_table(path)
     assert table.schema.field("median").type == pa.float64()
     assert table.schema.field("samples").type == pa.list_(pa.float64())
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_partial(tmp_path):
+    path = str(tmp_path / "record.json")
+    files.write_json(path, {"run": 1})
+    with pytest.raises(RuntimeError):
+        with files.atomic_path(path) as partial:
+            with open(partial, "w") as handle:
+                handle.write("{half")
+            raise RuntimeError("killed mid-write")
+    with open(path) as handle:
+        assert json.load(handle) == {"run": 1}
+    assert os.listdir(str(tmp_path)) == ["record.json"]
+    assert files.file_sha256(path) == hashlib.sha256(open(path, "rb").read()).hexdigest()

@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 
-from . import compat
+from . import compat, files
 
 FORMATS = {"torchscript": "pytorch", "savedmodel": "tensorflow"}
 MANIFEST = "artifacts.json"
@@ -152,10 +152,7 @@ def export_artifacts(artifact_format, spec, shapes, seed, weights_dir, device, t
         except Exception as error:
             traceback.print_exc(file=log)
             manifest["error"] = "export failed: " + describe(error)
-    partial = os.path.join(folder, MANIFEST + ".partial")
-    with open(partial, "w") as handle:
-        json.dump(manifest, handle, indent=2, sort_keys=True)
-    os.replace(partial, os.path.join(folder, MANIFEST))
+    files.write_json(os.path.join(folder, MANIFEST), manifest, sort_keys=True)
     return manifest
 
 

@@ -16,6 +16,9 @@ import os
 import re
 import sys
 
+from .files import file_sha256  # noqa: F401  (a lock file's hash, as every caller reads it)
+
+REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s\\;#]+)")
 LEFT_OUT = ("pip",)
 # The lock files that may be layered on an era's own lock (same folder): see the docstring.
@@ -54,9 +57,12 @@ def read_hashes(path):
     return dict((name, sorted(found)) for name, found in hashes.items())
 
 
-def file_sha256(path):
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
+def required_python(path):
+    """The ``X.Y`` of a lock file's ``# requires-python: X.Y`` line, or None where it has none
+    (the test tools' layered locks)."""
+    with open(path) as handle:
+        match = REQUIRES.search(handle.read())
+    return match.group(1) if match else None
 
 
 def _metadata(path):

@@ -13,14 +13,13 @@ Layout of the folder: ``pytorch/`` and ``tensorflow/`` (save_pretrained), ``leng
 (float32, shape L x hidden), and ``reference.json`` written last (what was made, with versions).
 """
 import gc
-import json
 import os
 import sys
 import traceback
 
 import numpy as np
 
-from . import compat, models
+from . import compat, files, models
 
 # Random weights give final hidden states of order 1; different kernels and fusions
 # (PyTorch vs TensorFlow, TorchScript, compile, XLA) differ by about 1e-6 to 1e-4 in fp32.
@@ -134,8 +133,5 @@ def write_manifest(folder, name, manifest):
     manifest = dict(manifest, torch=torch.__version__,
                     tensorflow=tf.__version__ if tf is not None else None,
                     transformers=compat.transformers_version())
-    partial = os.path.join(folder, name + ".partial")
-    with open(partial, "w") as handle:
-        json.dump(manifest, handle, indent=2)
-    os.replace(partial, os.path.join(folder, name))
+    files.write_json(os.path.join(folder, name), manifest)
     return manifest

@@ -3,12 +3,10 @@
 The table is written to a temporary file in the same folder, flushed to disk, then renamed over
 the final name: a reader (or a resumed run) never sees a half-written shard under the final name.
 """
-import os
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import contract
+from . import contract, files
 
 
 def rows_to_table(rows):
@@ -21,16 +19,6 @@ def rows_to_table(rows):
 
 def write_shard(rows, path):
     """Write ``rows`` to ``path`` (Parquet) via a temporary file and an atomic rename."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        os.makedirs(folder)
-    partial = "%s.partial-%d" % (path, os.getpid())
-    try:
+    with files.atomic_path(path, sync=True) as partial:
         pq.write_table(rows_to_table(rows), partial)
-        with open(partial, "rb") as written:
-            os.fsync(written.fileno())
-        os.replace(partial, path)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
     return path

@@ -22,13 +22,15 @@ names another lock file hash or an interpreter that is gone, is stale and is reb
 import datetime
 import functools
 import glob
-import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+
+from duel.cell import files, locks
+from duel.cell.files import file_sha256  # noqa: F401  (callers read a lock's hash from here)
 
 NATIVE_ERA = "current"
 NATIVE_DEVICE = "cpu"
@@ -77,7 +79,6 @@ def native_mismatches(lock):
     such as torch's +cpu aside); empty when the workflow's own environment is that lock's."""
     return list(_mismatches(lock, file_sha256(lock)))
 MARKER = "duel-env.json"
-REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
 
 
 class EraError(ValueError):
@@ -93,23 +94,17 @@ def lock_file(checkout, era, device):
             return path
     known = sorted({re.sub(r"-(cpu|cuda)$", "", os.path.basename(path)[:-4])
                     for path in glob.glob(os.path.join(checkout, "envs", "*.txt"))
-                    if REQUIRES.search(open(path).read())})  # not the tools' layered locks
+                    if locks.required_python(path)})  # not the tools' layered locks
     raise EraError("config key 'eras': era %r has no lock file (%s); eras with one: %s"
                    % (era, " or ".join(candidates), ", ".join(known)))
 
 
 def required_python(lock):
     """The X.Y interpreter version a lock file asks for."""
-    with open(lock) as handle:
-        match = REQUIRES.search(handle.read())
-    if not match:
+    version = locks.required_python(lock)
+    if not version:
         raise EraError("%s has no '# requires-python: X.Y' line" % lock)
-    return match.group(1)
-
-
-def file_sha256(path):
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
+    return version
 
 
 def _pyenv_candidates(version):
@@ -257,8 +252,5 @@ def build_env(era, lock, prefix, log=sys.stderr):
         "packages": freeze.stdout.split(),
         "built_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    partial = os.path.join(prefix, MARKER + ".partial")
-    with open(partial, "w") as handle:
-        json.dump(marker, handle, indent=2)
-    os.replace(partial, os.path.join(prefix, MARKER))
+    files.write_json(os.path.join(prefix, MARKER), marker)
     return marker

@@ -23,11 +23,12 @@ import tempfile
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from duel.cell import files, locks
+
 CONTAINERS = "containers"
 ENGINE_TIMEOUT_S = 30
 LOCK_LINE = re.compile(r"^COPY\s+(envs/\S+\.txt)\s", re.MULTILINE)
 BASE_LINE = re.compile(r"^ARG\s+BASE=(\S+)\s*$", re.MULTILINE)
-REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+)\.(\d+)\s*$", re.MULTILINE)
 # Bases a locally made Debian image can stand in for: the same release, the same packages.
 LOCAL_BASES = {"bookworm": re.compile(r"^debian:(12([.-]|$)|bookworm)")}
 LOCAL_BASE_NAME = "duel/debian:%s"
@@ -78,10 +79,10 @@ def base_of(dockerfile_path):
 
 def python_of(lock_path):
     """The (major, minor) Python of an image, from its lock file's requires-python line."""
-    match = REQUIRES.search(_read(lock_path))
-    if not match:
+    version = locks.required_python(lock_path)
+    if not version:
         raise ImageError("%s has no '# requires-python: X.Y' line" % lock_path)
-    return int(match.group(1)), int(match.group(2))
+    return tuple(int(part) for part in version.split("."))
 
 
 def content_tag(checkout, era, device, runner="docker"):
@@ -165,13 +166,9 @@ def image_id(name):
     raise ImageError("`docker image inspect %s` failed: %s" % (name, answer.stderr.strip()))
 
 
-def file_digest(path, chunk=1 << 22):
+def file_digest(path):
     """``sha256:<hex>`` of a file (an Apptainer .sif is identified by its content)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(chunk), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
+    return "sha256:" + files.file_sha256(path)
 
 
 # Building: a context with the Dockerfile, its lock file, wheels from this disk and a CA bundle.

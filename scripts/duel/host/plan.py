@@ -9,7 +9,6 @@ Snakemake plans, before any job starts.
 import json
 import os
 import shutil
-import sys
 
 from duel.cell import contract
 

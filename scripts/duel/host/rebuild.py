@@ -12,7 +12,7 @@ import subprocess
 
 import yaml
 
-from . import eras, images, runs
+from . import images, runs
 
 
 class RebuildError(ValueError):

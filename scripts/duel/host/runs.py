@@ -20,7 +20,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-from duel.cell import environment
+from duel.cell import environment, files
 
 from . import eras, images
 
@@ -219,11 +219,7 @@ def finish(path, status, checkout, era_devices, envs_dir):
 
 
 def write(record, path):
-    partial = path + ".partial"
-    with open(partial, "w") as handle:
-        json.dump(record, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(partial, path)
+    files.write_json(path, record, sort_keys=True)
 
 
 def read(path):

@@ -32,6 +32,8 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 import pandas as pd
 
+from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
+
 from . import comparisons, history, scopes, statistics, summary
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
@@ -279,7 +281,7 @@ def write_deployment(workbook, frame, points):
                         "%(precision)s %(task)s, method %(method)s; bootstrap intervals in "
                         "'statistics'" % keys], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
-    rows = frame[frame["mode"].isin(["jitpy", "jitcpp", "savedpy", "savedcpp"])]
+    rows = frame[frame["mode"].isin(list(DEPLOYED_MODES))]
     for values, group in rows.groupby(summary.TABLE_KEYS, sort=False):
         _append(sheet, [])
         _append(sheet, ["%s, runtime %s" % (table_title(values, group), ", ".join(

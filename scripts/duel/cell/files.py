@@ -1,0 +1,45 @@
+"""Writing a file so that no reader ever sees half of it, and naming a file by its content.
+
+One home for both, used by cells (shards, reference and export manifests) and by the host (run
+manifests, environment markers, runner build records, image digests). Python 3.6-compatible.
+"""
+import contextlib
+import hashlib
+import json
+import os
+
+
+@contextlib.contextmanager
+def atomic_path(path, sync=False):
+    """Yield a temporary path beside ``path``; once the block has written it, it replaces ``path``
+    in one rename (``sync``: flushed to disk first). On an error ``path`` is left as it was."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    partial = "%s.partial-%d" % (path, os.getpid())
+    try:
+        yield partial
+        if sync:
+            with open(partial, "rb") as written:
+                os.fsync(written.fileno())
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def write_json(path, data, sort_keys=False):
+    """``data`` as indented JSON at ``path``, atomically (readers see the old file or the new)."""
+    with atomic_path(path) as partial:
+        with open(partial, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=sort_keys)
+            handle.write("\n")
+
+
+def file_sha256(path, chunk=1 << 22):
+    """Hex SHA-256 of a file's bytes, read in chunks (an image file can be gigabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from duel.host import images, python_base, wheel_cache  # noqa: E402
+from duel.host import image_build, images, python_base, wheel_cache  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -76,15 +76,15 @@ def local_base(args, log):
     python = python_base.python_version(declared)
     if python is not None:
         return python_base.make(python, log, mirror)
-    suite = images.local_base_suite(declared)
+    suite = image_build.local_base_suite(declared)
     if suite is None:
         raise images.ImageError(
             "--local-base: the base of %s-%s (%s) is neither a Debian release that debootstrap "
             "can make nor an official Python image; bring that base in with `docker load` "
             "instead (containers/README.md)" % (args.era, args.device, declared))
-    base = images.LOCAL_BASE_NAME % suite
+    base = image_build.LOCAL_BASE_NAME % suite
     if images.image_id(base) is None:
-        images.make_local_base(suite, log, mirror)
+        image_build.make_local_base(suite, log, mirror)
     return base
 
 
@@ -94,7 +94,7 @@ def build_docker(args, log=sys.stderr):
     if args.local_base:
         with timed(log, "the base"):
             base = local_base(args, log)
-    wheels = args.wheels or images.default_wheel_folders()
+    wheels = args.wheels or image_build.default_wheel_folders()
     if args.wheel_cache:
         lock = args.lock or os.path.join(
             CHECKOUT, images.lock_of(images.dockerfile(CHECKOUT, args.era, args.device)))
@@ -102,7 +102,7 @@ def build_docker(args, log=sys.stderr):
             wheel_cache.fill(lock, args.wheel_cache, args.device, log)
         wheels = [args.wheel_cache] + list(wheels)
     with timed(log, "docker build"):
-        found = images.build_docker_image(
+        found = image_build.build_docker_image(
             CHECKOUT, args.era, args.device, name, base, wheels, args.ca_bundle, args.lock, log)
     print("%s %s" % (name, found))
 
@@ -119,9 +119,9 @@ def build_apptainer(args, log=sys.stderr):
         CHECKOUT, args.era, args.device, "apptainer"))
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="duel-build-") as folder:
-        images.build_context(CHECKOUT, args.era, args.device, folder,
-                             args.wheels or images.default_wheel_folders(),
-                             args.ca_bundle or images.default_ca_bundle(), args.lock)
+        image_build.build_context(CHECKOUT, args.era, args.device, folder,
+                             args.wheels or image_build.default_wheel_folders(),
+                             args.ca_bundle or image_build.default_ca_bundle(), args.lock)
         command = [engine, "build", "--force", target, "apptainer.def"]
         log.write("$ %s  (in %s)\n" % (" ".join(command), folder))
         log.flush()

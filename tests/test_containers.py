@@ -16,7 +16,7 @@ import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
 from duel.cell import conditions, locks
-from duel.host import eras, images
+from duel.host import eras, image_build, images
 import run_in_docker
 
 ERAS_DEVICES = [(era, device) for era in ("current", "hf2019") for device in ("cpu", "cuda")]
@@ -123,7 +123,7 @@ def versions(path):
     """{name: version} of a lock file, without local labels (torch's +cpu is the CPU build of
     the same release)."""
     return dict((name, version.split("+")[0])
-                for name, version in images.pinned_versions(path).items())
+                for name, version in locks.read_pins(path).items())
 
 
 @pytest.mark.unit
@@ -167,11 +167,11 @@ def test_wheels_from_this_disk_are_taken_only_for_pinned_versions_and_the_image_
                  "transformers-4.57.6-py3-none-any.whl", "six-1.16.0-py2.py3-none-any.whl"):
         (tmp_path / name).write_text("")
     (tmp_path / "torch-2.13.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
-    found = images.local_wheels(lock_path("current", "cpu"), [str(tmp_path)], (3, 11), "cpu")
+    found = image_build.local_wheels(lock_path("current", "cpu"), [str(tmp_path)], (3, 11), "cpu")
     assert sorted(os.path.basename(path) for path in found) == [
         "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
         "transformers-4.57.6-py3-none-any.whl"]
-    found = images.local_wheels(lock_path("current", "cuda"), [str(tmp_path)], (3, 11), "cuda")
+    found = image_build.local_wheels(lock_path("current", "cuda"), [str(tmp_path)], (3, 11), "cuda")
     assert "torch-2.13.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl" in [
         os.path.basename(path) for path in found]
     assert not [path for path in found if "+cpu" in path]

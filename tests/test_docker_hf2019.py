@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
+from duel.cell import locks
 from duel.host import images
 from test_docker import docker, run_snakemake
 
@@ -62,7 +63,7 @@ def test_the_2019_image_has_python_3_7_in_usr_local_and_exactly_its_lock_file(en
     freeze = in_image(engine, image_id, "cat", "/opt/duel/pip-freeze.txt").splitlines()
     installed = {canonicalize_name(project): version
                  for project, version in (line.split("==") for line in freeze)}
-    pins = images.pinned_versions(os.path.join(REPO, "envs", "hf2019.txt"))
+    pins = locks.read_pins(os.path.join(REPO, "envs", "hf2019.txt"))
     # pip freeze leaves out pip's own build tools; everything else is the lock, exactly
     assert set(pins) - set(installed) == {"setuptools", "wheel"}
     assert installed == {name: pins[name] for name in installed}

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from conftest import REPO, SCRIPTS
-from duel.host import eras, images, python_base, wheel_cache
+from duel.host import eras, image_build, images, python_base, wheel_cache
+from duel.cell import locks
 
 pytestmark = pytest.mark.unit
 
@@ -23,7 +24,7 @@ def test_official_python_bases_get_the_python_stand_in_and_debian_ones_debootstr
     assert python_base.python_version("python:3.11-slim@sha256:" + "0" * 64) == "3.11"
     for other in ("debian:12.7-slim", "tensorflow/tensorflow:2.0.0-gpu-py3", "pythonista:1"):
         assert python_base.python_version(other) is None
-    assert images.local_base_suite("python:3.7.16-slim-bullseye") is None
+    assert image_build.local_base_suite("python:3.7.16-slim-bullseye") is None
 
 
 def test_a_base_no_local_build_can_make_is_refused_with_what_to_do():
@@ -59,13 +60,13 @@ def test_the_python_is_laid_out_in_usr_local_as_the_official_images_do(tmp_path)
 
 def test_the_build_skips_the_registry_only_with_a_wheel_of_every_pin(tmp_path):
     dockerfile = images.dockerfile(REPO, "hf2019", "cpu")
-    pins = images.pinned_versions(HF2019_LOCK)
+    pins = locks.read_pins(HF2019_LOCK)
     wheels = [str(tmp_path / ("%s-%s-py3-none-any.whl" % (name.replace("-", "_"), version)))
               for name, version in sorted(pins.items())]
-    assert images.offline_install(dockerfile, HF2019_LOCK, wheels)
-    assert not images.offline_install(dockerfile, HF2019_LOCK, wheels[1:])
+    assert image_build.offline_install(dockerfile, HF2019_LOCK, wheels)
+    assert not image_build.offline_install(dockerfile, HF2019_LOCK, wheels[1:])
     # a Dockerfile without the ARG asks its registry in any case
-    assert not images.offline_install(images.dockerfile(REPO, "current", "cpu"), HF2019_LOCK,
+    assert not image_build.offline_install(images.dockerfile(REPO, "current", "cpu"), HF2019_LOCK,
                                       wheels)
 
 
@@ -78,7 +79,7 @@ def test_the_wheel_cache_lacks_exactly_the_pins_without_a_wheel_for_the_era_pyth
     missing = wheel_cache.missing_pins(HF2019_LOCK, str(tmp_path), "cpu")
     assert "torch==1.3.0" not in missing and "transformers==2.1.1" not in missing
     assert "numpy==1.17.3" in missing and "six==1.17.0" in missing
-    assert len(missing) == len(images.pinned_versions(HF2019_LOCK)) - 2
+    assert len(missing) == len(locks.read_pins(HF2019_LOCK)) - 2
 
 
 def test_a_distribution_python_is_refused_rather_than_copied_with_its_system(tmp_path):

@@ -5,7 +5,7 @@ reachable, ``scripts/build_image.py hf2019 cpu --local-base`` builds it on
 ``duel/python:<version>-bookworm`` instead, made here:
 
 - the local Debian bookworm (``duel/debian:bookworm``, made by ``debootstrap --variant=minbase``
-  unless the engine has it: images.make_local_base) with the run-time libraries CPython's
+  unless the engine has it: image_build.make_local_base) with the run-time libraries CPython's
   extension modules load and the few packages the official images add (``RUNTIME_PACKAGES``,
   installed with apt-get as the official images do);
 - a Python of the base's minor version found on this machine (``$DUEL_PYTHON_3_7``, ``python3.7``
@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 
-from duel.host import eras, images
+from duel.host import eras, image_build, images
 
 SUITE = "bookworm"
 NAME = "duel/python:%s-%s"
@@ -142,7 +142,7 @@ def install_python(found, root):
 def recipe(found):
     """The Dockerfile of the stand-in: the run-time packages on the local Debian, then Python."""
     return "\n".join([
-        "FROM " + images.LOCAL_BASE_NAME % SUITE,
+        "FROM " + image_build.LOCAL_BASE_NAME % SUITE,
         "SHELL [\"/bin/bash\", \"-o\", \"pipefail\", \"-c\"]",
         "ARG DEBIAN_FRONTEND=noninteractive",
         "RUN apt-get update && apt-get install -y --no-install-recommends %s"
@@ -166,8 +166,8 @@ def make(version, log=sys.stderr, mirror=None):
     name = base_name(found)
     if images.image_id(name) is not None:
         return name
-    if images.image_id(images.LOCAL_BASE_NAME % SUITE) is None:
-        images.make_local_base(SUITE, log, mirror)
+    if images.image_id(image_build.LOCAL_BASE_NAME % SUITE) is None:
+        image_build.make_local_base(SUITE, log, mirror)
     log.write("making %s: Debian %s and the Python in %s\n" % (name, SUITE, found["prefix"]))
     with tempfile.TemporaryDirectory(prefix="duel-python-base-") as context:
         install_python(found, context)

@@ -16,7 +16,8 @@ import tempfile
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from duel.host import eras, images
+from duel.cell import locks
+from duel.host import eras, image_build, images
 
 
 def missing_pins(lock_path, folder, device):
@@ -24,9 +25,9 @@ def missing_pins(lock_path, folder, device):
     ``folder``."""
     python = images.python_of(lock_path)
     have = {canonicalize_name(parse_wheel_filename(os.path.basename(path))[0])
-            for path in images.local_wheels(lock_path, [folder], python, device)}
+            for path in image_build.local_wheels(lock_path, [folder], python, device)}
     return ["%s==%s" % (name, version)
-            for name, version in sorted(images.pinned_versions(lock_path).items())
+            for name, version in sorted(locks.read_pins(lock_path).items())
             if name not in have]
 
 

@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
+from duel.cell import contract  # noqa: E402
 from duel.host import replicates, statistics, summary  # noqa: E402
 
 IDENTITY = replicates.POINT_IDENTITY
@@ -68,7 +69,7 @@ def canary_figures(long_frame):
     rows = []
     ok = long_frame[long_frame["status"] == "ok"]
     for keys, group in ok.groupby(IDENTITY, sort=False, dropna=False):
-        statistic = replicates.statistic_name(group["method"].iloc[0])
+        statistic = contract.reported_statistic(group["method"].iloc[0])
         canary = (group["canary_before_ms"] + group["canary_after_ms"]) / 2.0
         moved = np.maximum(group["canary_before_ms"], group["canary_after_ms"]) / np.minimum(
             group["canary_before_ms"], group["canary_after_ms"])

@@ -5,8 +5,8 @@
 #   bash benchmarks/gpu_check.sh tf32         # one part: modes or tf32
 #   OUT=/some/dir PYTHON=/path/python bash benchmarks/gpu_check.sh
 # - modes (issue 4, the CUDA path): BERT-base, PyTorch eager / TorchScript / torch.compile,
-#   batch 1 and 8, lengths 128 and 512, methods duel (synchronised) and hf2019 (no sync, as
-#   2019). Compare duel and hf2019 medians to see what timing without a device barrier does.
+#   batch 1 and 8, lengths 128 and 512, methods duel (synchronised) and timeit (no sync, as
+#   2019). Compare duel medians and timeit means to see what timing without a device barrier does.
 # - tf32 (issue 15): BERT-base fp32, batch 8, length 512, PyTorch eager with TF32 off and on,
 #   checked against the PyTorch eager CPU reference on the same weights: with TF32 off the output
 #   is within the fp32 tolerance, and the tf32 column and the GFLOP/s peak follow the switch.
@@ -28,8 +28,8 @@ modes() {
   for mode in eager torchscript compile; do
     "$python" scripts/run_cell.py --framework pytorch --mode "$mode" --device "$device" \
       --model-config "$bert" --batch-sizes 1,8 \
-      --sequence-lengths 128,512 --methods duel,hf2019 --output "$out/pytorch-$mode.parquet" \
-      2>&1 | tee "$out/pytorch-$mode.log" | grep -E "duel|hf2019|wrote"
+      --sequence-lengths 128,512 --methods duel,timeit --output "$out/pytorch-$mode.parquet" \
+      2>&1 | tee "$out/pytorch-$mode.log" | grep -E "duel|timeit|wrote"
   done
 }
 

@@ -77,7 +77,7 @@ rule run_cell:
         tf32="on" if config.get("tf32") else "off",
         learning_rate=config["training"]["learning_rate"],
         duel=config["duel"],
-        hf2019=config["hf2019"],
+        timeit=config["timeit"],
         deployed=deployed_arguments,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
@@ -94,6 +94,6 @@ rule run_cell:
         " --warmup-calls {params.duel[warmup_calls]} --min-samples {params.duel[min_samples]}"
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
         " --max-time-s {params.duel[max_time_s]}"
-        " --repeat {params.hf2019[repeat]} --number {params.hf2019[number]}"
+        " --repeat {params.timeit[repeat]} --number {params.timeit[number]}"
         " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
         " --output {output.shard:q} > {log:q} 2>&1"

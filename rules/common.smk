@@ -33,7 +33,7 @@ USE_APPTAINER = (
 # re-parse (on a SLURM node, or a subprocess) trusts it and probes nothing.
 MAIN_PROCESS = workflow.is_main_process
 
-plan.coerce_command_line_numbers(config)
+plan.prepare_config(config)
 validate(config, "../config/schema/config.schema.yaml")
 try:
     CELLS = plan.plan_cells(
@@ -331,7 +331,7 @@ def cell_runtime_min(wildcards, threads):
         sequence_lengths,
         METHODS,
         config["duel"],
-        config["hf2019"],
+        config["timeit"],
         threads,
         task=wildcards.task,
     )

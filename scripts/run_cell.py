@@ -22,11 +22,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from duel.cell.adapters.deployed import is_deployed  # noqa: E402
+from duel.cell.contract import METHODS, RENAMED_METHODS, method_name  # noqa: E402
 from duel.cell.process import positive_ints, prepare_process  # noqa: E402
 
 
 def names(text):
-    """'duel,hf2019' -> ['duel', 'hf2019']."""
+    """'duel,timeit' -> ['duel', 'timeit']."""
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
@@ -53,7 +54,7 @@ def parse_args(argv=None):
     grid = parser.add_argument_group("the grid")
     grid.add_argument("--batch-sizes", type=positive_ints, default=[1], help="e.g. 1,2,4,8")
     grid.add_argument("--sequence-lengths", type=positive_ints, default=[8], help="e.g. 8,64")
-    grid.add_argument("--methods", type=names, default=["duel"], help="duel, hf2019 or both")
+    grid.add_argument("--methods", type=names, default=["duel"], help="duel, timeit or both")
     grid.add_argument("--seed", type=int, default=0, help="seeds weights and input token ids")
     grid.add_argument("--reference-dir", default=None,
                       help="shared weights and reference outputs (scripts/make_reference.py); "
@@ -68,9 +69,9 @@ def parse_args(argv=None):
     duel.add_argument("--max-time-s", type=float, default=60.0)
     grid.add_argument("--learning-rate", type=float, default=1e-4,
                       help="task training: Adam's learning rate")
-    hf2019 = parser.add_argument_group("method hf2019")
-    hf2019.add_argument("--repeat", type=int, default=30, help="timeit repeat (2019: 30)")
-    hf2019.add_argument("--number", type=int, default=3, help="timeit number (2019: 3)")
+    timeit = parser.add_argument_group("method timeit (the 2019 script's loop)")
+    timeit.add_argument("--repeat", type=int, default=30, help="timeit repeat (2019: 30)")
+    timeit.add_argument("--number", type=int, default=3, help="timeit number (2019: 3)")
     recorded = parser.add_argument_group("recorded as they are")
     recorded.add_argument("--runner", default="native")
     recorded.add_argument("--image", default=None)
@@ -89,8 +90,12 @@ def parse_args(argv=None):
     if is_deployed(args.mode) and not args.artifact_dir:
         parser.error("mode %s needs --artifact-dir" % args.mode)
     for method in args.methods:
-        if method not in ("duel", "hf2019"):
-            parser.error("unknown method %r (methods: duel, hf2019)" % method)
+        if method in RENAMED_METHODS:
+            sys.stderr.write("run_cell.py: method %r is now called %r (deprecated spelling)\n"
+                             % (method, method_name(method)))
+        elif method not in METHODS:
+            parser.error("unknown method %r (methods: %s)" % (method, ", ".join(METHODS)))
+    args.methods = [method_name(method) for method in args.methods]
     return args
 
 
@@ -144,7 +149,7 @@ def main(argv=None):
         duel=timing.DuelSettings(
             args.warmup_calls, args.min_samples, args.min_time_s, args.max_samples, args.max_time_s
         ),
-        hf2019=timing.Hf2019Settings(args.repeat, args.number),
+        timeit=timing.TimeitSettings(args.repeat, args.number),
         reference_dir=args.reference_dir,
         learning_rate=args.learning_rate,
     )

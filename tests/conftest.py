@@ -19,7 +19,7 @@ QUICK = {
     "replicates": 1,
     "duel": {"warmup_calls": 1, "min_samples": 3, "min_time_s": 0.02, "max_samples": 50,
              "max_time_s": 5.0},
-    "hf2019": {"repeat": 3, "number": 2},
+    "timeit": {"repeat": 3, "number": 2},
 }
 
 

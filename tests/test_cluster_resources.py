@@ -11,7 +11,7 @@ from duel.host.plan import PlanError
 
 DUEL = {"warmup_calls": 3, "min_samples": 10, "min_time_s": 1.0, "max_samples": 1000,
         "max_time_s": 60.0}
-HF2019 = {"repeat": 30, "number": 3}
+TIMEIT = {"repeat": 30, "number": 3}
 
 
 def spec(name, folder=MODELS):
@@ -30,31 +30,31 @@ def test_timing_threads_locally_all_cores_on_a_cluster_the_config_or_a_clear_ref
 @pytest.mark.unit
 def test_runtime_grows_with_the_grid_the_model_and_the_method():
     gpt2, tiny = spec("gpt2"), spec("tiny-bert-16pos", TEST_MODELS)
-    one = resources.cell_runtime_min(gpt2, [1], [8], ["duel"], DUEL, HF2019, 4)
+    one = resources.cell_runtime_min(gpt2, [1], [8], ["duel"], DUEL, TIMEIT, 4)
     assert one >= resources.to_minutes(resources.STARTUP_S)
-    grid = resources.cell_runtime_min(gpt2, [1, 8], [8, 1024], ["duel"], DUEL, HF2019, 4)
-    both = resources.cell_runtime_min(gpt2, [1, 8], [8, 1024], ["duel", "hf2019"], DUEL,
-                                      HF2019, 4)
+    grid = resources.cell_runtime_min(gpt2, [1, 8], [8, 1024], ["duel"], DUEL, TIMEIT, 4)
+    both = resources.cell_runtime_min(gpt2, [1, 8], [8, 1024], ["duel", "timeit"], DUEL,
+                                      TIMEIT, 4)
     assert one < grid < both
-    assert resources.cell_runtime_min(tiny, [1, 8], [8, 1024], ["duel"], DUEL, HF2019, 4) < grid
+    assert resources.cell_runtime_min(tiny, [1, 8], [8, 1024], ["duel"], DUEL, TIMEIT, 4) < grid
     # more cores, shorter calls
-    assert resources.cell_runtime_min(gpt2, [8], [1024], ["hf2019"], DUEL, HF2019, 32) \
-        < resources.cell_runtime_min(gpt2, [8], [1024], ["hf2019"], DUEL, HF2019, 1)
+    assert resources.cell_runtime_min(gpt2, [8], [1024], ["timeit"], DUEL, TIMEIT, 32) \
+        < resources.cell_runtime_min(gpt2, [8], [1024], ["timeit"], DUEL, TIMEIT, 1)
 
 
 @pytest.mark.unit
 def test_points_past_the_maximum_length_cost_no_time():
     bert = spec("bert-base-cased")  # maximum 512
-    assert resources.cell_runtime_min(bert, [1], [8, 1024], ["duel"], DUEL, HF2019, 1) \
-        == resources.cell_runtime_min(bert, [1], [8], ["duel"], DUEL, HF2019, 1)
+    assert resources.cell_runtime_min(bert, [1], [8, 1024], ["duel"], DUEL, TIMEIT, 1) \
+        == resources.cell_runtime_min(bert, [1], [8], ["duel"], DUEL, TIMEIT, 1)
 
 
 @pytest.mark.unit
-def test_a_duel_point_is_bounded_by_max_time_and_an_hf2019_point_by_its_calls():
+def test_a_duel_point_is_bounded_by_max_time_and_a_timeit_point_by_its_calls():
     # 1000 samples of 100 s would be 28 hours: the point stops after max_time_s and one call
-    slow = resources.point_seconds(100.0, "duel", DUEL, HF2019)
+    slow = resources.point_seconds(100.0, "duel", DUEL, TIMEIT)
     assert slow == resources.POINT_S + (DUEL["warmup_calls"] + 3) * 100.0 + DUEL["max_time_s"]
-    assert resources.point_seconds(1.0, "hf2019", DUEL, HF2019) \
+    assert resources.point_seconds(1.0, "timeit", DUEL, TIMEIT) \
         == resources.POINT_S + (2 + 30 * 3) * 1.0
 
 
@@ -86,12 +86,12 @@ def test_the_planned_jobs_carry_cores_walltime_and_memory(tmp_path):
 @pytest.mark.unit
 def test_a_training_cell_asks_for_more_time_than_inference_on_the_same_grid():
     gpt2 = spec("gpt2")
-    grid = ([1, 8], [8, 512], ["duel"], DUEL, HF2019, 4)
+    grid = ([1, 8], [8, 512], ["duel"], DUEL, TIMEIT, 4)
     inference = resources.cell_runtime_min(gpt2, *grid)
     training = resources.cell_runtime_min(gpt2, *grid, task="training")
     assert training > inference
     # its own grid: a one-point training grid asks for less than the inference grid
-    assert resources.cell_runtime_min(gpt2, [1], [8], ["duel"], DUEL, HF2019, 4,
+    assert resources.cell_runtime_min(gpt2, [1], [8], ["duel"], DUEL, TIMEIT, 4,
                                       task="training") < inference
 
 

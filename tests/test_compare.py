@@ -368,11 +368,11 @@ def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
 @pytest.mark.unit
 def test_other_methods_are_said_loudly_and_matched_only_when_asked():
     base = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=1, method="duel")))
-    new = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=2, method="hf2019")))
+    new = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=2, method="timeit")))
     with pytest.raises(compare.CompareError, match="no point in common"):
         compare.compare(base, new)
     result = compare.compare(base, new, ignore=["method"])
-    assert result.warnings[0] == ("DIFFERENT METHODS: base timed with duel, new with hf2019 "
+    assert result.warnings[0] == ("DIFFERENT METHODS: base timed with duel, new with timeit "
                                   "(matched across methods: --ignore method).")
     assert set(result.points["statistic"]) == {"mean"}  # the new side's method's figure
     assert len(result.points) == 10 and result.exit_status == 0

@@ -57,15 +57,17 @@ END_TO_END = ["models=[gpt3]", "colour=red", "replicates=two", "models=[gpt2;tou
               "devices=[cuda]"]
 
 
-def plan_as_common_smk(overrides):
+def plan_as_common_smk(overrides, warn=None, config_out=None):
     """The planning of rules/common.smk, in this process, on ``--config`` ``overrides``."""
     with open(DEFAULT_CONFIG) as handle:
         config = yaml.safe_load(handle)
     update_config(config, parse_config(overrides))
-    plan.coerce_command_line_numbers(config)
+    plan.prepare_config(config, warn)
     validate(config, SCHEMA)
     cells = plan.plan_cells(config, REPO)
     plan.check_devices(config["devices"], has_gpu=lambda: False)
+    if config_out is not None:
+        config_out.update(config)
     return cells
 
 
@@ -80,6 +82,22 @@ def test_bad_config_is_refused_by_the_planning_code(overrides, words):
         plan_as_common_smk(overrides)
     for word in words:
         assert word in str(error.value), str(error.value)
+
+
+@pytest.mark.unit
+def test_the_old_name_of_the_timeit_method_still_runs_with_a_deprecation_warning():
+    warnings, config = [], {}
+    plan_as_common_smk(["method=[duel,hf2019]", "hf2019={repeat: 5}"], warnings.append, config)
+    assert config["method"] == ["duel", "timeit"] and "hf2019" not in config
+    assert config["timeit"] == {"repeat": 5, "number": 3}  # the schema's default fills number
+    assert len(warnings) == 2 and "'timeit'" in warnings[0] and "era" in warnings[0]
+
+
+@pytest.mark.unit
+def test_true_and_false_on_the_command_line_are_booleans():
+    config = {}
+    plan_as_common_smk(["accept_drift=true", "tf32=false"], config_out=config)
+    assert config["accept_drift"] is True and config["tf32"] is False
 
 
 @pytest.mark.unit

@@ -221,7 +221,7 @@ def deployed_run(tmp_path_factory, runners):
     workdir = tmp_path_factory.mktemp("deployed")
     config = write_config(
         workdir, models_dir=TEST_MODELS, models=["tiny-bert-16pos"], batch_sizes=[1, 2],
-        sequence_lengths=[8, 32], method=["duel", "hf2019"],
+        sequence_lengths=[8, 32], method=["duel", "timeit"],
         modes={"pytorch": ["torchscript", "jitpy", "jitcpp"],
                "tensorflow": ["function", "savedpy", "savedcpp"]}, **QUICK)
     result = snakemake(workdir, "--cores", "all", "--configfile", config)
@@ -239,7 +239,7 @@ def test_every_deployment_mode_runs_the_tiny_model_end_to_end(deployed_run):
         mine = [row for row in rows if row["mode"] == mode]
         assert len(mine) == 2 * 2 * 2  # batch sizes x lengths x methods
         for row in mine:
-            if row["method"] == "hf2019" and mode.endswith("cpp"):
+            if row["method"] == "timeit" and mode.endswith("cpp"):
                 assert row["status"] == "skipped" and "duel method only" in row["message"]
             elif row["seq_len"] == 32:
                 assert row["status"] == "error" and row["message"], row

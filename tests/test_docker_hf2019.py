@@ -74,7 +74,7 @@ def test_a_2019_cell_runs_in_the_2019_image_and_matches_its_reference(tmp_path, 
     config = write_config(tmp_path, runner="docker", eras=["hf2019"], models_dir=TEST_MODELS,
                           models=[MODEL], frameworks=["pytorch", "tensorflow"],
                           modes={"pytorch": ["eager"], "tensorflow": ["function"]},
-                          batch_sizes=[1], sequence_lengths=[8], method="hf2019", **QUICK)
+                          batch_sizes=[1], sequence_lengths=[8], method="timeit", **QUICK)
     run_snakemake(tmp_path, config, engine.env)
     python = in_image(engine, image_id, "python", "-c",
                       "import platform; print(platform.python_version())")

@@ -49,7 +49,7 @@ def shards(tmp_path):
         ("tensorflow", "eager", "gpt2", "duel", 2.0, {(1, 64): "oom"}),
         ("pytorch", "eager", "bert", "duel", 3.0, {(2, 8): "skipped"}),
         ("tensorflow", "eager", "bert", "duel", 4.0, None),
-        ("pytorch", "eager", "distilgpt2", "hf2019", 5.0, None),
+        ("pytorch", "eager", "distilgpt2", "timeit", 5.0, None),
         ("pytorch", "torchscript", "gpt2", "duel", 0.5, {(1, 64): "error"}),
     ]
     for index, spec in enumerate(specs):
@@ -115,7 +115,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     workbook = openpyxl.load_workbook(path)
     assert workbook.sheetnames == [
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
-        "current cpu PT eager hf2019", "current cpu PT jit duel", "ratio PT-TF", "statistics", "noise",
+        "current cpu PT eager timeit", "current cpu PT jit duel", "ratio PT-TF", "statistics", "noise",
         "mode speed-up", "GFLOP per s", "cross-era", "deployment", "historical 2019",
         "environment"]
 
@@ -142,7 +142,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     assert layout[3] == ["gpt2", gpt2[0]["median"] / 1000.0, "N/A", gpt2[2]["median"] / 1000.0]
     assert "median" in layout[1][0] and "Test CPU" in layout[1][0]
 
-    pt_hf = sheet_rows(workbook, "current cpu PT eager hf2019")
+    pt_hf = sheet_rows(workbook, "current cpu PT eager timeit")
     hf_rows = pq.read_table(shards[4]).to_pylist()
     assert pt_hf[3][1] == hf_rows[0]["mean"] / 1000.0  # hf2019 reports its mean, as 2019
 
@@ -179,7 +179,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
 def era_shards(tmp_path):
     paths = []
     for era, scale, status_of in (("hf2019", 2.0, {(2, 8): "oom"}), ("current", 1.0, None)):
-        rows = cell_rows("pytorch", "eager", "gpt2", "hf2019", scale, status_of)
+        rows = cell_rows("pytorch", "eager", "gpt2", "timeit", scale, status_of)
         for row in rows:
             row["era"] = era
             row["framework_version"] = "1.3.0" if era == "hf2019" else "2.13.0"
@@ -200,9 +200,17 @@ def test_cross_era_pairs_the_same_cell_and_point(tmp_path):
     assert rows[header][:4] == ["model", "1x8", "1x64", "2x8"]
     gpt2 = rows[header + 1]
     assert gpt2[0] == "gpt2"
-    assert gpt2[1] == new[0]["mean"] / old[0]["mean"]  # hf2019 reports the mean
+    assert gpt2[1] == new[0]["mean"] / old[0]["mean"]  # timeit reports the mean
     assert gpt2[2] == new[1]["mean"] / old[1]["mean"]
     assert gpt2[3] == "N/A"  # the 2019-era point ran out of memory
+
+
+def test_a_shard_from_before_the_rename_reads_method_hf2019_as_timeit(tmp_path):
+    rows = cell_rows("pytorch", "eager", "gpt2", "hf2019", 1.0, None)  # written before 2026-12
+    frame = summary.read_shards([shard.write_shard(rows, str(tmp_path / "old.parquet"))])
+    assert set(frame["method"]) == {"timeit"}
+    points = summary.with_reported(frame)
+    assert list(points["reported_ms"]) == [row["mean"] for row in rows if row["status"] == "ok"]
 
 
 def test_historical_sheet_sets_published_figures_beside_this_run(tmp_path):
@@ -226,8 +234,8 @@ def test_2019_csv_layout(tmp_path):
     paths = era_shards(tmp_path)
     written = history.write_2019_csvs(summary.read_shards(paths), str(tmp_path / "csv"))
     assert [os.path.basename(p) for p in written] == [
-        "hf2019_cpu_pytorch_eager_inference_hf2019.csv",
-        "current_cpu_pytorch_eager_inference_hf2019.csv"]
+        "hf2019_cpu_pytorch_eager_inference_timeit.csv",
+        "current_cpu_pytorch_eager_inference_timeit.csv"]
     lines = open(written[0]).read().splitlines()
     readme = open(str(tmp_path / "csv" / "README.txt")).read()
     assert "mean per call of every timeit.repeat sample" in readme

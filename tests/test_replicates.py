@@ -114,8 +114,8 @@ def test_the_point_table_pools_replicates_and_measures_their_spread(tmp_path):
 
 
 @pytest.mark.unit
-def test_hf2019_pools_the_mean_of_every_sample(tmp_path):
-    rows = [point_row("pytorch", r, m, method="hf2019", n=n)
+def test_timeit_pools_the_mean_of_every_sample(tmp_path):
+    rows = [point_row("pytorch", r, m, method="timeit", n=n)
             for r, m, n in ((1, 10.0, 30), (2, 14.0, 10))]
     point = replicates.point_table(merged(tmp_path, rows)).iloc[0]
     everything = rows[0]["samples"] + rows[1]["samples"]

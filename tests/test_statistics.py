@@ -121,10 +121,10 @@ def test_point_ratios_judge_every_paired_point(frame):
     assert summary_table.loc["eager", "not_clear"] == 1  # 2x8: the same median on both sides
 
 
-def test_hf2019_points_compare_their_means(tmp_path):
-    rows = point_rows("pytorch", "eager", {(1, 8): 3.0}, method="hf2019") + \
-        point_rows("tensorflow", "function", {(1, 8): 1.0}, method="hf2019")
-    path = shard.write_shard(rows, str(tmp_path / "hf2019.parquet"))
+def test_timeit_points_compare_their_means(tmp_path):
+    rows = point_rows("pytorch", "eager", {(1, 8): 3.0}, method="timeit") + \
+        point_rows("tensorflow", "function", {(1, 8): 1.0}, method="timeit")
+    path = shard.write_shard(rows, str(tmp_path / "timeit.parquet"))
     ratios = statistics.point_ratios(summary.read_shards([path]))
     assert list(ratios["statistic"]) == ["mean"] and list(ratios["clear"]) == ["yes"]
     assert ratios["ratio"].iloc[0] == rows[0]["mean"] / rows[1]["mean"]

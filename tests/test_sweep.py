@@ -29,7 +29,7 @@ SPEC = models.ModelSpec(
                   "max_position_embeddings": 16})
 QUICK = timing.DuelSettings(warmup_calls=1, min_samples=3, min_time_s=0.0, max_samples=3,
                             max_time_s=1.0)
-HF2019 = timing.Hf2019Settings(repeat=3, number=1)
+TIMEIT = timing.TimeitSettings(repeat=3, number=1)
 ENVIRONMENT = {"framework_version": "0.fake", "threads": 1}
 
 
@@ -106,7 +106,7 @@ def cell(task="inference"):
 
 
 def settings(reference_dir=None):
-    return sweep.SweepSettings(seed=0, duel=QUICK, hf2019=HF2019, reference_dir=reference_dir,
+    return sweep.SweepSettings(seed=0, duel=QUICK, timeit=TIMEIT, reference_dir=reference_dir,
                                learning_rate=1e-3)
 
 
@@ -145,19 +145,19 @@ def write_reference(folder, lengths, spoil=None):
 
 def test_every_point_is_a_row_with_the_cell_point_and_environment():
     adapter = FakeAdapter()
-    rows, log = sweep_rows(adapter, methods=("duel", "hf2019"))
-    assert list(rows) == [(1, 8, "duel"), (1, 8, "hf2019"), (1, 12, "duel"), (1, 12, "hf2019"),
-                          (2, 8, "duel"), (2, 8, "hf2019"), (2, 12, "duel"), (2, 12, "hf2019")]
+    rows, log = sweep_rows(adapter, methods=("duel", "timeit"))
+    assert list(rows) == [(1, 8, "duel"), (1, 8, "timeit"), (1, 12, "duel"), (1, 12, "timeit"),
+                          (2, 8, "duel"), (2, 8, "timeit"), (2, 12, "duel"), (2, 12, "timeit")]
     for (batch, length, method), row in rows.items():
         assert_ok(row)
         assert set(row) == set(contract.NAMES)
         assert (row["framework"], row["model"], row["replicate"]) == ("fake", SPEC.name, 1)
         assert row["framework_version"] == "0.fake" and row["threads"] == 1
         assert row["max_abs_diff"] is None  # no reference: no output check
-    assert rows[(1, 8, "hf2019")]["repeat"] == 3 and rows[(1, 8, "duel")]["repeat"] is None
+    assert rows[(1, 8, "timeit")]["repeat"] == 3 and rows[(1, 8, "duel")]["repeat"] is None
     assert adapter.builds == 1 and adapter.released == 8  # built once, every point released
     assert log.splitlines() == point_lines(log) and len(point_lines(log)) == 8
-    assert point_lines(log)[-1].startswith("fake-bert b=2 l=12 hf2019: ok median ")
+    assert point_lines(log)[-1].startswith("fake-bert b=2 l=12 timeit: ok median ")
 
 
 @pytest.mark.parametrize("error, status", [

@@ -41,10 +41,10 @@ def test_duel_measures_a_known_duration():
     assert stats["median"] >= 5.0
 
 
-def test_hf2019_measures_a_known_duration_and_reports_the_2019_mean():
-    settings = timing.Hf2019Settings(repeat=10, number=3)
+def test_timeit_measures_a_known_duration_and_reports_the_2019_mean():
+    settings = timing.TimeitSettings(repeat=10, number=3)
     counter = Counter(busy_wait(2.0))
-    measurement = timing.time_hf2019(counter, settings)
+    measurement = timing.time_timeit(counter, settings)
     assert counter.calls == 1 + 10 * 3  # one untimed call, then repeat x number
     assert len(measurement.samples_ms) == 10
     assert 2.0 <= min(measurement.samples_ms) < 2.3 and measurement.mean_ms >= 2.0  # as above
@@ -75,8 +75,8 @@ def test_the_first_call_is_kept_apart_from_the_samples():
     duel = timing.time_duel(call, settings=timing.DuelSettings(2, 5, 0.0, 5, 10.0))
     assert duel.first_call_ms >= 20.0 and max(duel.samples_ms) < 5.0
     calls[:] = []
-    hf2019 = timing.time_hf2019(call, timing.Hf2019Settings(repeat=3, number=2))
-    assert hf2019.first_call_ms >= 20.0 and max(hf2019.samples_ms) < 5.0
+    timed = timing.time_timeit(call, timing.TimeitSettings(repeat=3, number=2))
+    assert timed.first_call_ms >= 20.0 and max(timed.samples_ms) < 5.0
 
 
 def test_the_first_call_stays_out_of_the_samples_even_without_warm_up():

@@ -31,7 +31,7 @@ def run(tmp_path_factory):
             out.write(handle.read())
     config = write_config(
         workdir, models_dir=str(models), models=["distilbert-base-uncased", "tiny-bert-16pos"],
-        batch_sizes=[1, 2], sequence_lengths=[8, 32, 600], method=["duel", "hf2019"], **QUICK)
+        batch_sizes=[1, 2], sequence_lengths=[8, 32, 600], method=["duel", "timeit"], **QUICK)
     started = time.time()
     result = snakemake(workdir, "--cores", "all", "--configfile", config)
     return workdir, result, time.time() - started
@@ -57,9 +57,9 @@ def test_points_have_real_numbers_statuses_and_environment(run):
         assert 0 < row["min"] <= row["median"] <= row["max"]
         assert row["peak_host_rss_mb"] > 200 and row["peak_host_rss_method"] == "vmhwm-reset"
         assert row["max_abs_diff"] < 1e-4 < row["diff_tolerance"]  # same weights, same output
-        reported = row["mean"] if row["method"] == "hf2019" else row["median"]
+        reported = row["mean"] if row["method"] == "timeit" else row["median"]
         assert row["achieved_gflops"] == row["flops"] / (reported / 1000.0) / 1e9 > 0
-    for row in by(method="hf2019", status="ok"):
+    for row in by(method="timeit", status="ok"):
         assert row["n_samples"] == 3 and (row["repeat"], row["number"]) == (3, 2)
     for row in by(model="distilbert-base-uncased", seq_len=600):
         assert row["status"] == "skipped" and "maximum of 512" in row["message"]
@@ -89,9 +89,9 @@ def test_spreadsheet_matches_the_shards(run):
     workbook = openpyxl.load_workbook(os.path.join(str(workdir), "results", "summary.xlsx"))
     assert workbook.sheetnames == [
         "about", "long",
-        "current cpu PT eager duel", "current cpu PT eager hf2019",
-        "current cpu TF eager duel", "current cpu TF eager hf2019",
-        "current cpu TF func duel", "current cpu TF func hf2019",
+        "current cpu PT eager duel", "current cpu PT eager timeit",
+        "current cpu TF eager duel", "current cpu TF eager timeit",
+        "current cpu TF func duel", "current cpu TF func timeit",
         "ratio PT-TF", "statistics", "noise", "mode speed-up", "GFLOP per s", "cross-era",
         "deployment", "historical 2019", "environment"]
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
@@ -133,7 +133,7 @@ def test_the_run_has_its_charts_statistics_and_report(run):
     spreadsheet, the statistics and the environment."""
     workdir, _, _ = run
     results = os.path.join(str(workdir), "results")
-    scopes = ["current_cpu_fp32_inference_duel", "current_cpu_fp32_inference_hf2019"]
+    scopes = ["current_cpu_fp32_inference_duel", "current_cpu_fp32_inference_timeit"]
     for kind in ("ratio", "frameworks", "length", "modes", "memory", "gflops"):
         files = sorted(os.listdir(os.path.join(results, "plots", kind)))
         assert [f for f in files if not f.startswith(".")] == sorted(
@@ -212,7 +212,7 @@ def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path)
                           models=["distilbert-base-uncased", "gpt2"], batch_sizes=[1],
                           sequence_lengths=[8], modes={"pytorch": ["eager"],
                                                        "tensorflow": ["function"]},
-                          method="hf2019", **QUICK)
+                          method="timeit", **QUICK)
     snakemake(tmp_path, "--cores", "all", "--configfile", config)
     versions = {"hf2019": {"pytorch": "1.3.0", "tensorflow": "2.0.0"},
                 "current": {"pytorch": "2.13.0+cpu", "tensorflow": "2.21.0"}}
@@ -232,7 +232,7 @@ def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path)
     means = {(r["era"], r["framework"], r["model"]): r["mean"] for r in rows}
     workbook = openpyxl.load_workbook(os.path.join(str(tmp_path), "results", "summary.xlsx"))
     sheet = [list(r) for r in workbook["cross-era"].iter_rows(values_only=True)]
-    titles = [row[0] for row in sheet if row[0] and "method hf2019:" in str(row[0])]
+    titles = [row[0] for row in sheet if row[0] and "method timeit:" in str(row[0])]
     assert len(titles) == 2 and "pytorch 2.13.0+cpu / 1.3.0" in titles[0]
     assert "tensorflow 2.21.0 / 2.0.0" in titles[1]
     ratios = [row for row in sheet if row[0] in ("distilbert-base-uncased", "gpt2")]
@@ -247,4 +247,4 @@ def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path)
     assert sum(1 for row in historical if row[0] and row[0].startswith("this run")) == 4
     csvs = sorted(name for name in os.listdir(os.path.join(str(tmp_path), "results", "csv-2019"))
                   if name.endswith(".csv"))
-    assert "hf2019_cpu_tensorflow_function_inference_hf2019.csv" in csvs and len(csvs) == 4
+    assert "hf2019_cpu_tensorflow_function_inference_timeit.csv" in csvs and len(csvs) == 4

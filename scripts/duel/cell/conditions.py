@@ -12,7 +12,7 @@ settings remove what can be removed and record the rest, in every shard:
   before and just after each point (``canary_before_ms``, ``canary_after_ms``), so a reader
   sees when the machine changed speed during a point.
 - Garbage collection: collected before the samples and switched off while they are taken, as
-  timeit (and so the hf2019 method) and torch.utils.benchmark do; collections that still fall
+  timeit (and so the timeit method) and torch.utils.benchmark do; collections that still fall
   inside the samples (a framework calling gc.collect itself) are counted per point
   (``gc_collections``). Restored afterwards, also when a call fails.
 

@@ -18,6 +18,23 @@ Cell = namedtuple("Cell", CELL_KEYS)
 # A point of a cell (one row of its shard).
 POINT_KEYS = ("batch_size", "seq_len", "method")
 
+# The timing methods (timing.py). ``timeit`` is the 2019 script's timeit.repeat loop and reports
+# the mean per call, as 2019 did; every other method reports the median of its samples. Until
+# 2026-12 ``timeit`` was called ``hf2019``, like the era: configs and shards of that spelling are
+# read as ``timeit`` (method_name).
+METHODS = ("duel", "timeit")
+RENAMED_METHODS = {"hf2019": "timeit"}
+
+
+def method_name(method):
+    """A method's name, its old spelling translated: 'hf2019' -> 'timeit'."""
+    return RENAMED_METHODS.get(method, method)
+
+
+def reported_statistic(method):
+    """The column a method reports per point: 'mean' (timeit, as 2019) or 'median'."""
+    return "mean" if method_name(method) == "timeit" else "median"
+
 IDENTITY = [
     ("era", pa.string()),
     ("device", pa.string()),
@@ -45,8 +62,8 @@ TIMING = [
     ("max", pa.float64()),
     ("p90", pa.float64()),
     ("warmup_calls", pa.int64()),
-    ("repeat", pa.int64()),  # hf2019 only: timeit's repeat
-    ("number", pa.int64()),  # hf2019 only: calls per repeat
+    ("repeat", pa.int64()),  # timeit only: timeit's repeat
+    ("number", pa.int64()),  # timeit only: calls per repeat
     ("point_wall_s", pa.float64()),  # wall time of the whole point, warm-up included
     ("setup_s", pa.float64()),  # one-off preparation before the first call (e.g. jit.trace)
     ("first_call_ms", pa.float64()),  # the untimed first call (tracing, compiling included)

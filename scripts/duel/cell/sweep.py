@@ -76,8 +76,8 @@ def measure(adapter, spec, point, settings):
         call = adapter.call_for(point.method, inputs)
     setup_s = time.perf_counter() - prepared
     with adapter.inference_context(point.method):
-        if point.method == "hf2019":
-            measurement = timing.time_hf2019(call, settings.hf2019)
+        if point.method == "timeit":
+            measurement = timing.time_timeit(call, settings.timeit)
         elif adapter.times_itself:
             measurement = adapter.time_point(inputs, settings.duel)
         else:
@@ -134,7 +134,7 @@ def judge_output(adapter, call, point, settings):
     return columns
 
 
-SweepSettings = namedtuple("SweepSettings", "seed duel hf2019 reference_dir learning_rate")
+SweepSettings = namedtuple("SweepSettings", "seed duel timeit reference_dir learning_rate")
 
 
 def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr):
@@ -172,7 +172,7 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
                 columns, call = measure(adapter, spec, point, settings)
                 row.update(columns)
                 row["status"] = "ok"
-                reported = row["mean"] if point.method == "hf2019" else row["median"]
+                reported = row[contract.reported_statistic(point.method)]
                 row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
                 problem = adapter.graph_problem(columns)
                 if problem:

@@ -4,7 +4,7 @@ A framework adapter hands in a zero-argument ``call`` (one forward pass on a fix
 ``synchronise`` function (a no-op on the CPU, a device barrier on an accelerator); nothing here
 knows which framework runs.
 
-- ``hf2019`` reproduces the October 2019 Hugging Face script on purpose, flaws included, so its
+- ``timeit`` reproduces the October 2019 Hugging Face script on purpose, flaws included, so its
   numbers can be rebuilt: one untimed call, then ``timeit.repeat(call, repeat=30, number=3)``, and
   the reported value is the mean per call, ``sum(totals) / repeat / number``. It never
   synchronises a device (on a GPU that times kernel launches, not kernels: the point of keeping it).
@@ -28,10 +28,10 @@ from .conditions import gc_paused
 Measurement = namedtuple(
     "Measurement", "samples_ms mean_ms warmup_calls repeat number first_call_ms gc_collections"
 )
-Measurement.__new__.__defaults__ = (None,)  # gc_collections: not counted (hf2019: timeit's)
+Measurement.__new__.__defaults__ = (None,)  # gc_collections: not counted (timeit's own)
 Measurement.__doc__ = """Raw samples of one point (ms per call) and how they were taken.
 
-``mean_ms`` is the method's own reported mean (for hf2019 computed exactly as the 2019 script did);
+``mean_ms`` is the method's own reported mean (for timeit computed exactly as the 2019 script did);
 ``first_call_ms`` the untimed first call, one-off costs included.
 """
 
@@ -42,15 +42,15 @@ DUEL_DEFAULTS = DuelSettings(
     warmup_calls=3, min_samples=10, min_time_s=1.0, max_samples=1000, max_time_s=60.0
 )
 
-Hf2019Settings = namedtuple("Hf2019Settings", "repeat number")
-HF2019_DEFAULTS = Hf2019Settings(repeat=30, number=3)
+TimeitSettings = namedtuple("TimeitSettings", "repeat number")
+TIMEIT_DEFAULTS = TimeitSettings(repeat=30, number=3)
 
 
 def _no_sync():
     return None
 
 
-def time_hf2019(call, settings=HF2019_DEFAULTS):
+def time_timeit(call, settings=TIMEIT_DEFAULTS):
     """Time ``call`` exactly as the 2019 script did: one untimed call, then timeit.repeat.
 
     One sample per repeat: the per-call time of that repeat (its total over ``number`` calls).

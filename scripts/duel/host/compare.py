@@ -4,7 +4,7 @@ The first run is the baseline, the second the new run. Both are read as merged t
 (``results/summary.parquet``), migrated like old shards (summary.MIGRATED_DEFAULTS: a summary
 from before the replicate dimension is one process per cell), and reduced to one row per point
 by replicates.point_table, so each side's figure is the one its own reports show (duel: the
-median of the replicate medians; hf2019: the mean of every sample).
+median of the replicate medians; timeit: the mean of every sample).
 
 Points are matched on the cell's identity and the point (contract.CELL_KEYS without the
 replicate, plus contract.POINT_KEYS); ``ignore`` drops keys from the match (e.g. ``era``: a
@@ -90,7 +90,7 @@ def migrated(frame):
     for name in contract.NAMES:
         if name not in frame.columns:
             frame[name] = None
-    return frame
+    return summary.renamed_values(frame)
 
 
 def read_run(path):
@@ -231,7 +231,7 @@ def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
     both = pd.concat([base.points, new.points], ignore_index=True)
     varying = [name for name in CELL
                if name not in ignore and both[name].nunique(dropna=False) > 1]
-    merged["statistic"] = [replicates.statistic_name(method) for method in _methods(merged, keys)]
+    merged["statistic"] = [contract.reported_statistic(method) for method in _methods(merged, keys)]
     merged["cell"] = [cell_label(_filled(row, ignore), varying) for _, row in merged.iterrows()]
     merged["point"] = ["%dx%d" % (batch, length) for batch, length in
                        zip(merged["batch_size"], merged["seq_len"])]

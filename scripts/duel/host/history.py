@@ -57,7 +57,7 @@ def historical_table(frame):
     published = pd.DataFrame([
         dict(era="hf2019", device=device, framework=framework, mode=mode, precision="fp32",
              task="inference",
-             method="hf2019", source=SOURCE_2019, hardware=HARDWARE_2019[device], mean_s=mean_s,
+             method="timeit", source=SOURCE_2019, hardware=HARDWARE_2019[device], mean_s=mean_s,
              median_s=None, ok_points=None, points=10 * POINTS_2019, models=10)
         for device, framework, mode, mean_s in PUBLISHED_2019
     ])
@@ -65,7 +65,7 @@ def historical_table(frame):
 
 
 def csv_2019_name(era, device, framework, mode, precision, task, method):
-    """E.g. 'hf2019_cpu_pytorch_eager_inference_hf2019.csv' (the precision named unless fp32)."""
+    """E.g. 'hf2019_cpu_pytorch_eager_inference_timeit.csv' (the precision named unless fp32)."""
     mode = mode if precision == "fp32" else "%s_%s" % (mode, precision)
     return "%s_%s_%s_%s_%s_%s.csv" % (era, device, framework, mode, task, method)
 
@@ -75,7 +75,7 @@ N/A where a point did not run), so nothing may stand above their header row; thi
 how their numbers were made.
 
 File names: <era>_<device>_<framework>_<mode>[_<precision>]_<task>_<method>.csv
-Method hf2019: the 2019 aggregation, the mean per call of every timeit.repeat sample, pooled
+Method timeit (called hf2019 before 2026-12): the 2019 aggregation, the mean per call of every timeit.repeat sample, pooled
 over every replicate's samples (the replicates' 2019 means weighted by their sample counts).
 Method duel: the median of the replicates' medians.
 Processes per point in this run: %s.

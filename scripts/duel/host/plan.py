@@ -9,6 +9,7 @@ Snakemake plans, before any job starts.
 import json
 import os
 import shutil
+import sys
 
 from duel.cell import contract
 
@@ -53,14 +54,48 @@ def _number(item):
     return item
 
 
-def coerce_command_line_numbers(config, lists=("batch_sizes", "sequence_lengths"),
-                                mappings=("duel", "hf2019", "training")):
-    """Turn number strings into numbers where the schema expects numbers.
+BOOLEAN_KEYS = ("tf32", "keep_artifacts", "accept_drift")
+BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 
-    ``snakemake --config 'batch_sizes=[1,2]' 'duel={min_samples: 5}'`` parses lists and mappings
-    with YAML's BaseLoader, which keeps every item a string; anything that is not a number is left
-    as it is, for the schema to reject with its key and value.
+
+def prepare_config(config, warn=None):
+    """What planning does to a config before the schema judges it: old names translated
+    (renamed_keys) and command-line strings turned into numbers and booleans."""
+    renamed_keys(config, warn or (lambda text: sys.stderr.write("Warning: %s\n" % text)))
+    return coerce_command_line_numbers(config)
+
+
+def renamed_keys(config, warn):
+    """The timing method ``hf2019`` is called ``timeit`` since 2026-12 (the era keeps its name):
+    the old spelling still works, as value of ``method`` and as the key of its settings, with a
+    deprecation warning."""
+    methods = as_list(config.get("method", []))
+    if any(method in contract.RENAMED_METHODS for method in methods):
+        warn("config key 'method': 'hf2019' is the old name of the timing method 'timeit' (the "
+             "era is still called hf2019); it works, but write 'method: timeit'")
+        new = [contract.method_name(method) for method in methods]
+        config["method"] = new if isinstance(config["method"], list) else new[0]
+    if isinstance(config.get("hf2019"), dict):
+        warn("config key 'hf2019' (the settings repeat and number) is now called 'timeit'")
+        old = config.pop("hf2019")
+        config["timeit"] = dict(old, **config.get("timeit", {}))
+    return config
+
+
+def coerce_command_line_numbers(config, lists=("batch_sizes", "sequence_lengths"),
+                                mappings=("duel", "timeit", "training")):
+    """Turn number strings into numbers, and true/false into booleans, where the schema expects
+    them.
+
+    ``snakemake --config 'batch_sizes=[1,2]' 'duel={min_samples: 5}' accept_drift=true`` parses
+    lists and mappings with YAML's BaseLoader, which keeps every item a string, and may keep a
+    plain value a string too; anything that is not a number or a boolean word is left as it is,
+    for the schema to reject with its key and value.
     """
+    for key in BOOLEAN_KEYS:
+        value = config.get(key)
+        if isinstance(value, str) and value.strip().lower() in BOOLEAN_WORDS:
+            config[key] = BOOLEAN_WORDS[value.strip().lower()]
     for key in lists:
         if isinstance(config.get(key), list):
             config[key] = [_number(item) for item in config[key]]

@@ -36,6 +36,8 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from duel.cell import contract  # noqa: E402
+
 from . import chart_kinds, comparisons, scopes, statistics, summary  # noqa: E402
 
 KINDS = chart_kinds.KINDS
@@ -183,7 +185,7 @@ def _interval(row):
             or row["n_samples"] < statistics.MIN_SAMPLES:
         return None
     return statistics.bootstrap_interval(row["replicate_samples"],
-                                         scopes.statistic_name(row["method"]))
+                                         contract.reported_statistic(row["method"]))
 
 
 def _bar_positions(points):
@@ -325,14 +327,14 @@ def frameworks_charts(frame):
         title = ("PyTorch vs TensorFlow: time per call (error bars: %d%% bootstrap interval, %s)"
                  "\n%s" % (round(statistics.CONFIDENCE * 100), scopes.interval_label(group),
                            scopes.describe(group, values)))
-        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
+        ylabel = "%s time per call (ms, log)" % contract.reported_statistic(values[-1])
         yield scopes.file_stem(values), _bar_figure(group, series, points, title, ylabel)
 
 
 def length_charts(frame):
     for values, group in _by_scope(frame):
         title = "Time per call against sequence length\n%s" % scopes.describe(group, values)
-        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
+        ylabel = "%s time per call (ms, log)" % contract.reported_statistic(values[-1])
         yield scopes.file_stem(values), _line_figure(
             group, _line_series(group, _series_keys(group)), "reported_ms", title, ylabel,
             log_y=True)
@@ -374,8 +376,8 @@ def eras_charts(frame, old="hf2019", new="current"):
         hardware = sorted(set(summary.hardware(rows) for _, rows in group.groupby("era")))
         title = ("Era %s vs era %s: %s, %s %s %s, method %s (%s per call) | %s" % (
             old, new, scopes.series_label(values[4], values[5]), values[0], values[1], values[2],
-            values[3], scopes.statistic_name(values[3]), "; ".join(hardware)))
-        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[3])
+            values[3], contract.reported_statistic(values[3]), "; ".join(hardware)))
+        ylabel = "%s time per call (ms, log)" % contract.reported_statistic(values[3])
         points = summary.point_order(group)
         yield scopes.file_stem(values), _bar_figure(group, series, points, title, ylabel)
 
@@ -394,7 +396,7 @@ def memory_charts(frame):
 def gflops_charts(frame):
     for values, group in _by_scope(frame):
         title = ("Achieved GFLOP/s: analytic forward FLOPs / %s time per call\n%s"
-                 % (scopes.statistic_name(values[-1]), scopes.describe(group, values)))
+                 % (contract.reported_statistic(values[-1]), scopes.describe(group, values)))
         yield scopes.file_stem(values), _line_figure(
             group, _line_series(group, _series_keys(group)), "achieved_gflops", title,
             "achieved GFLOP/s")
@@ -416,7 +418,7 @@ def noise_charts(frame):
                   for framework, mode in _series_keys(group)]
         title = ("Spread between processes: slowest / fastest replicate's %s, minus 1 (%%); "
                  "dashed: %d%%, above it a point is marked noisy\n%s" % (
-                     scopes.statistic_name(values[-1]),
+                     contract.reported_statistic(values[-1]),
                      round(100 * (statistics.NOISY_SPREAD - 1)),
                      scopes.describe(group, values)))
         yield scopes.file_stem(values), _bar_figure(
@@ -446,7 +448,7 @@ def deployment_charts(frame):
                  "TensorFlow C API), error bars: %d%% bootstrap interval, %s\n%s"
                  % (round(statistics.CONFIDENCE * 100), scopes.interval_label(group),
                     scopes.describe(group, values)))
-        ylabel = "%s time per call (ms, log)" % scopes.statistic_name(values[-1])
+        ylabel = "%s time per call (ms, log)" % contract.reported_statistic(values[-1])
         yield scopes.file_stem(values), _bar_figure(group, series, summary.point_order(group),
                                                     title, ylabel)
 
@@ -515,7 +517,7 @@ def ratio_charts(frame, ratios):
         title = ("Which framework is faster? PyTorch / TensorFlow time per point (ratio of %ss)\n"
                  "bold: clear (the %d%% bootstrap interval, %s, excludes 1 and the ratio is "
                  "beyond %s); '?': not clear\n%s" % (
-                     scopes.statistic_name(values[-1]), round(statistics.CONFIDENCE * 100),
+                     contract.reported_statistic(values[-1]), round(statistics.CONFIDENCE * 100),
                      scopes.interval_label(group), _effect_label(selected),
                      scopes.describe(group, values)))
         _title(figure, title, margin=0.3)

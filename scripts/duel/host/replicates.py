@@ -7,9 +7,9 @@ every replicate's row.
 Per point:
 - ``replicates``: how many processes ran it; ``replicate_samples``: each one's raw samples
   (a list per replicate, for the hierarchical bootstrap in statistics.py);
-  ``replicate_figures``: each one's figure (duel: its median; hf2019: its mean).
+  ``replicate_figures``: each one's figure (duel: its median; timeit: its mean).
 - The pooled figure: duel, ``median`` = the median of the replicate medians (a slow process
-  counts once, however many samples it took); hf2019, ``mean`` = the mean over every sample of
+  counts once, however many samples it took); timeit, ``mean`` = the mean over every sample of
   every replicate (the replicates' 2019 means weighted by their sample counts), as the 2019
   script aggregated its repeats. ``samples`` holds all samples; std, min, max and p90 are
   theirs.
@@ -29,17 +29,11 @@ from duel.cell import contract
 POINT_IDENTITY = [name for name, _ in contract.IDENTITY if name != "replicate"]
 NOISY_SPREAD = 1.10  # a point whose replicates differ by more than 10% is marked noisy
 STATUS_SEVERITY = ["error", "oom", "skipped", "ok"]  # the first present wins
-STATISTIC_OF_METHOD = {"hf2019": "mean"}  # every other method reports the median
 LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff")
 MEDIAN_OF = ("point_wall_s", "setup_s", "first_call_ms")
 SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")
 ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spread",
          "replicate_cv", "noisy"]
-
-
-def statistic_name(method):
-    """What a method reports per point: hf2019 its mean (as 2019 did), duel its median."""
-    return STATISTIC_OF_METHOD.get(method, "median")
 
 
 def is_point_table(frame):
@@ -81,7 +75,7 @@ def _agreed(values):
 def _timing(ok, statistic):
     """The timing columns of a point from its ok replicates' rows (sorted by replicate).
 
-    Each replicate's own stored figures are used as they are (hf2019's mean is the 2019 script's
+    Each replicate's own stored figures are used as they are (timeit's mean is the 2019 script's
     sum / repeat / number), so a single replicate keeps every number of its row exactly.
     """
     if len(ok) == 1:
@@ -132,7 +126,7 @@ def _point(group, columns):
             values = group[name].dropna()
             record[name] = float(values.median()) if len(values) else None
     if status == "ok":
-        statistic = statistic_name(record["method"])
+        statistic = contract.reported_statistic(record["method"])
         record.update(_timing(group, statistic))
         flops = record.get("flops")
         if len(group) > 1:  # of the pooled figure (one replicate keeps its own)

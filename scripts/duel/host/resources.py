@@ -42,10 +42,10 @@ def call_seconds(call_flops, threads):
     return CALL_S + call_flops / (GFLOPS_PER_CORE * 1e9 * max(1, threads))
 
 
-def point_seconds(call_s, method, duel, hf2019):
+def point_seconds(call_s, method, duel, timeit):
     """The longest a point can take: its calls (warm-up, timed, output check) and its allowance."""
-    if method == "hf2019":
-        calls = 1 + hf2019["repeat"] * hf2019["number"] + 1
+    if method == "timeit":
+        calls = 1 + timeit["repeat"] * timeit["number"] + 1
         return POINT_S + calls * call_s
     timed = min(duel["max_time_s"], duel["max_samples"] * call_s) + call_s
     return POINT_S + (duel["warmup_calls"] + 2) * call_s + timed
@@ -61,7 +61,7 @@ def to_minutes(seconds):
     return int(math.ceil(MARGIN * seconds / 60.0))
 
 
-def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, hf2019, threads,
+def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, timeit, threads,
                      task="inference"):
     """Walltime (minutes) for a cell sweeping every batch size x length x method of its task's
     own grid (plan.task_grid); a training call is a whole step (flops.point_flops: about three
@@ -70,7 +70,7 @@ def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, hf2019,
     for batch in batch_sizes:
         for length in lengths_that_run(spec, sequence_lengths):
             call_s = call_seconds(flops.point_flops(spec, task, batch, length), threads)
-            total += sum(point_seconds(call_s, method, duel, hf2019) for method in methods)
+            total += sum(point_seconds(call_s, method, duel, timeit) for method in methods)
     return to_minutes(total)
 
 

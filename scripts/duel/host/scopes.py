@@ -7,7 +7,9 @@ what every cell ran in then.
 """
 import pandas as pd
 
-from . import replicates, summary
+from duel.cell import contract
+
+from . import summary
 
 DEFAULT_PRECISION = "fp32"
 SCOPE = ["era", "device", "precision", "task", "method"]
@@ -27,9 +29,6 @@ def prepared(frame):
         frame = frame.copy()
         frame["precision"] = frame["precision"].fillna(DEFAULT_PRECISION)
     return frame
-
-
-statistic_name = replicates.statistic_name
 
 
 def status_label(status):
@@ -85,5 +84,5 @@ def describe(group, values):
     record = dict(zip(SCOPE, values))
     return "era %s (%s), %s, %s %s, method %s (%s per call) | %s | %s" % (
         record["era"], versions(group), record["device"], record["precision"], record["task"],
-        record["method"], statistic_name(record["method"]), summary.hardware(group),
+        record["method"], contract.reported_statistic(record["method"]), summary.hardware(group),
         replicates_label(group))

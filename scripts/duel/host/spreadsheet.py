@@ -32,6 +32,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 import pandas as pd
 
+from duel.cell import contract
 from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 
 from . import comparisons, history, scopes, statistics, summary
@@ -109,7 +110,7 @@ def _write_table(sheet, group, points, column, number_format, scale=1.0):
 
 def _unit_note(method, task, group):
     unit = "seconds per training step" if task == "training" else "seconds per call"
-    if method == "hf2019":
+    if contract.reported_statistic(method) == "mean":
         unit += (": mean of every timeit.repeat(repeat, number) sample of every replicate, as "
                  "2019 aggregated")
     else:
@@ -185,7 +186,7 @@ def write_noise(workbook, frame):
     """Each point's spread between its processes; noisy points (> 10%) marked."""
     sheet = workbook.create_sheet("noise")
     _append(sheet, ["Spread between processes per point: replicate_figures holds each "
-                    "replicate's figure (ms; duel: median, hf2019: mean), replicate_spread the "
+                    "replicate's figure (ms; duel: median, timeit: mean), replicate_spread the "
                     "slowest / the fastest, replicate_cv their coefficient of variation; noisy: "
                     "spread above %d%%. %s." % (round(100 * (statistics.NOISY_SPREAD - 1)),
                                                 scopes.replicates_label(frame))], bold=True)
@@ -335,7 +336,7 @@ def write_about(sheet, sheet_names):
                  "milliseconds per call"],
         ["layout sheets", "2019 layout: a row per model, a column per batch x length; seconds "
                           "per call pooled over the replicates (duel: median of their medians; "
-                          "hf2019: mean of every sample, as 2019); N/A: not ok"],
+                          "timeit: mean of every sample, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
         ["statistics", "that ratio with its bootstrap interval over the replicates; clear: it "
                        "excludes 1 and the ratio is beyond the minimum effect"],

@@ -20,6 +20,8 @@ samples on a side gets no interval; its ratio is still reported.
 import numpy as np
 import pandas as pd
 
+from duel.cell import contract
+
 from . import history, replicates, scopes
 
 CONFIDENCE = 0.95
@@ -198,7 +200,7 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     merged = pytorch.merge(tensorflow, on=keys, suffixes=("_pt", "_tf"))
     if merged.empty:
         return pd.DataFrame(columns=RATIO_COLUMNS)
-    merged["statistic"] = [scopes.statistic_name(method) for method in merged["method"]]
+    merged["statistic"] = [contract.reported_statistic(method) for method in merged["method"]]
     merged["n_pt"] = merged["n_samples_pt"].fillna(0).astype(int)
     merged["n_tf"] = merged["n_samples_tf"].fillna(0).astype(int)
     merged["interval"] = [interval_kind(a, b) for a, b in

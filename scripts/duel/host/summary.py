@@ -2,8 +2,9 @@
 
 Only the data contract (duel.cell.contract) is read; a shard written before a column existed
 gets that column as nulls, or as the value it implicitly had (MIGRATED_DEFAULTS: points from
-before the precision dimension were fp32); this is the place for a migration if a column is ever
-renamed.
+before the precision dimension were fp32); a renamed value is read under its new name
+(RENAMED_VALUES: the timing method ``hf2019`` is ``timeit`` since 2026-12). This is the place for
+a migration if a column or a value is ever renamed.
 """
 import json
 
@@ -21,6 +22,7 @@ CELL_KEYS = list(contract.CELL_KEYS)
 # The keys of one table of results: a cell without its model, plus the timing method.
 TABLE_KEYS = ["era", "device", "framework", "mode", "precision", "task", "method"]
 MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1}
+RENAMED_VALUES = {"method": contract.RENAMED_METHODS}
 ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
 
 
@@ -77,7 +79,15 @@ def read_shards(paths):
     if problems:
         raise ShardError("\n".join(problems))
     table = pa.concat_tables(tables)
-    return table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get)
+    return renamed_values(table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get))
+
+
+def renamed_values(frame):
+    """``frame`` with the old spellings of RENAMED_VALUES replaced by today's names."""
+    for column, renamed in RENAMED_VALUES.items():
+        if column in frame.columns:
+            frame[column] = frame[column].replace(renamed)
+    return frame
 
 
 def hardware(group):
@@ -88,11 +98,11 @@ def hardware(group):
 
 
 def reported_ms(row):
-    """The figure a method reports for a point: hf2019 its mean (as 2019 did), duel its median
-    (of a point table: the pooled figures of replicates.py)."""
+    """The figure a method reports for a point (contract.reported_statistic: timeit its mean, as
+    2019 did, duel its median), of a point table: the pooled figures of replicates.py."""
     if row["status"] != "ok":
         return None
-    return row[replicates.statistic_name(row["method"])]
+    return row[contract.reported_statistic(row["method"])]
 
 
 def with_reported(frame):

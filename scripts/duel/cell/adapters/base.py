@@ -7,7 +7,7 @@ The timing core, the memory probe and the shard writer never see a framework.
 
 Devices: ``cpu`` and ``cuda`` (the first GPU). A cuda cell synchronises the device before every
 clock read of the ``duel`` method (``synchronise``), and measures the framework allocator's peak
-per point (``reset_device_peak`` / ``device_peak_mib``); ``hf2019`` never synchronises, as in 2019.
+per point (``reset_device_peak`` / ``device_peak_mib``); ``timeit`` never synchronises, as in 2019.
 Precisions: ``fp32`` (default), ``fp16`` and ``bf16`` as mixed precision, each framework's own way
 (PyTorch autocast, Keras mixed-precision policies; the 2019 stack's switches where it had them);
 what a framework, era or device cannot run is a skipped cell with the reason.

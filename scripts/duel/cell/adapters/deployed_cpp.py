@@ -102,7 +102,7 @@ class CppRunnerAdapter(Adapter):
 
     def point_unsupported(self, point):
         if point.method != "duel":
-            return "the C/C++ runners time the duel method only (hf2019 is a Python timeit loop)"
+            return "the C/C++ runners time the duel method only (timeit is a Python timeit loop)"
         return None
 
     def build(self, spec, seed, weights_dir=None):

@@ -1,7 +1,7 @@
 """PyTorch adapter: eager, TorchScript (trace per input shape, as 2019) and torch.compile.
 
 ``duel`` runs the timed calls under ``torch.no_grad()`` (available in every era, so the eras stay
-comparable); ``hf2019`` calls the model in eval mode without it, as the 2019 script did.
+comparable); ``timeit`` calls the model in eval mode without it, as the 2019 script did.
 - ``torchscript``: the model is built with ``config.torchscript = True`` and traced with
   ``torch.jit.trace`` on each point's input (one trace per shape, as 2019), inside the same
   contexts as the timed calls (autocast included, without its weight cache, which a trace would
@@ -217,7 +217,7 @@ class PyTorchAdapter(Adapter):
     def contexts(self, method):
         if self.task == "training":
             return []  # the step enters autocast for its forward pass itself
-        return ([] if method == "hf2019" else [torch.no_grad()]) + self._autocast()
+        return ([] if method == "timeit" else [torch.no_grad()]) + self._autocast()
 
     def synchronise(self):
         if self.device == "cuda":

@@ -2,10 +2,10 @@
 
 Mode ``function`` wraps the model call in one ``tf.function`` per cell, retraced per input shape
 (the first call of each shape traces; it is ``first_call_ms``, never a sample). The 2019 script
-always did this, so the 2019 TensorFlow figures are mode ``function`` with method ``hf2019``.
+always did this, so the 2019 TensorFlow figures are mode ``function`` with method ``timeit``.
 Mode ``xla`` is the same with ``jit_compile=True`` (TensorFlow 2.5+); TensorFlow 2.0 had only
 ``tf.config.optimizer.set_jit(True)``, auto-clustering for GPUs: used on a GPU, skipped on a CPU.
-``duel`` passes ``training=False``; ``hf2019`` calls ``model(inputs)`` as 2019 did.
+``duel`` passes ``training=False``; ``timeit`` calls ``model(inputs)`` as 2019 did.
 Precision: fp16/bf16 by a Keras mixed-precision policy set before the model is built (variables
 stay fp32); TensorFlow 2.0 had only the ``auto_mixed_precision`` graph rewrite (2019's ``--amp``),
 fp16 on GPUs in graph modes. GPU: memory growth instead of taking the whole GPU; the barrier is
@@ -127,7 +127,7 @@ class TensorFlowAdapter(Adapter):
 
     def _forward(self, method):
         model = self.model
-        if method == "hf2019":
+        if method == "timeit":
             return lambda inputs: model(inputs)
         return lambda inputs: model(inputs, training=False)
 

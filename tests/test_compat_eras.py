@@ -34,6 +34,16 @@ with torch.no_grad():
     outputs = model(torch.ones((2, 5), dtype=torch.long))
 report["outputs_are_tuple"] = isinstance(outputs, tuple)
 report["hidden_shape"] = list(compat.last_hidden_state(outputs).shape)
+# A tiny GPT-2 traced as the torchscript mode and the jitpy/jitcpp export trace it.
+config = compat.build_config("GPT2Config", "gpt2", {"vocab_size": 100, "n_positions": 16,
+    "n_ctx": 16, "n_embd": 32, "n_layer": 2, "n_head": 2}, torchscript=True)
+torch.manual_seed(0)
+model = compat.model_class("GPT2Model")(config).eval()
+ids = torch.randint(0, 100, (2, 7))
+with torch.no_grad():
+    traced = compat.jit_trace(torch, model, ids)
+    eager = compat.last_hidden_state(model(ids))
+    report["gpt2_trace_diff"] = float((compat.last_hidden_state(traced(ids)) - eager).abs().max())
 print(json.dumps(report))
 """
 
@@ -67,3 +77,5 @@ def test_compat_builds_every_config_and_reads_outputs_in_each_era(era, version, 
     assert len(report["vocab"]) == 10
     assert report["outputs_are_tuple"] is legacy  # tuples in 2.1.1, ModelOutput in 4.x
     assert report["hidden_shape"] == [2, 5, 32]
+    # GPT-2 traces in both eras (today through jit_trace's explicit causal mask), same output.
+    assert report["gpt2_trace_diff"] < 1e-5

@@ -20,15 +20,7 @@ from duel.cell import locks
 from duel.host import images
 from test_docker import docker, run_snakemake
 
-pytestmark = [
-    pytest.mark.docker, pytest.mark.era,
-    # Known bug since the hashed locks (issue 13) met the wheel cache (issue 17): gast and
-    # sacremoses have only source archives on the registry; the cache builds them into wheels
-    # whose SHA-256 is not the lock's, so the image's --require-hashes install refuses them.
-    # Strict: this fails the run as soon as the build works again, so the mark must go then.
-    pytest.mark.xfail(strict=True, reason="hf2019 wheel cache: locally built wheels of gast and "
-                      "sacremoses do not match the lock's hashes of their source archives"),
-]
+pytestmark = [pytest.mark.docker, pytest.mark.era]
 
 MODEL = "tiny-bert-16pos"
 WHEELS = os.path.join(os.environ.get("DUEL_TEST_WHEELS",

@@ -74,12 +74,15 @@ def test_the_wheel_cache_lacks_exactly_the_pins_without_a_wheel_for_the_era_pyth
     for name in ("torch-1.3.0-cp37-cp37m-manylinux1_x86_64.whl",
                  "numpy-1.17.3-cp38-cp38-manylinux1_x86_64.whl",  # another Python
                  "six-1.16.0-py2.py3-none-any.whl",  # another version
-                 "transformers-2.1.1-py3-none-any.whl"):
+                 "transformers-2.1.1-py3-none-any.whl",
+                 "gast-0.2.2.tar.gz",  # published only as source: the lock hashes the archive
+                 "sacremoses-0.0.52.tar.gz"):  # another version
         (tmp_path / name).write_text("")
     missing = wheel_cache.missing_pins(HF2019_LOCK, str(tmp_path), "cpu")
     assert "torch==1.3.0" not in missing and "transformers==2.1.1" not in missing
+    assert "gast==0.2.2" not in missing and "sacremoses==0.0.53" in missing
     assert "numpy==1.17.3" in missing and "six==1.17.0" in missing
-    assert len(missing) == len(locks.read_pins(HF2019_LOCK)) - 2
+    assert len(missing) == len(locks.read_pins(HF2019_LOCK)) - 3
 
 
 def test_a_distribution_python_is_refused_rather_than_copied_with_its_system(tmp_path):

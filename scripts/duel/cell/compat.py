@@ -13,6 +13,10 @@
   called once per process; ``set_interop_threads`` sets it where it can.
 - Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
   ``transformers.models.deprecated`` but stays importable from the top level.
+- Tracing: 4.x builds GPT-2's causal mask with ``torch.vmap``, which ``torch.jit.trace`` rejects
+  ("unordered_map::at"), and returns a key/value cache a trace cannot record; ``jit_trace``
+  traces such a model with its causal mask given explicitly (a 4-D mask, which 4.x uses as it
+  is: the same arithmetic, the same output) and no cache. 2.1.1 traces them as they are.
 
 transformers is imported on first use, not with this module: importing it imports the framework
 and (TensorFlow 2.0) initialises its runtime, after which thread pools can no longer be set.
@@ -22,6 +26,8 @@ import importlib
 
 # What 2.1.1 configs call the vocabulary size, where it is not ``vocab_size``.
 _LEGACY_VOCAB_KEYS = {"xlnet": "n_token", "transfo-xl": "n_token", "xlm": "n_words"}
+# Model types whose 4.x mask code cannot be traced (see jit_trace).
+_EXPLICIT_CAUSAL_MASK = ("gpt2",)
 
 
 def _transformers():
@@ -54,6 +60,27 @@ def build_config(config_class_name, family, architecture, torchscript=False):
     config = model_class(config_class_name).from_dict(values)
     config.torchscript = torchscript
     return config
+
+
+def jit_trace(torch, model, inputs):
+    """``torch.jit.trace(model, inputs)`` in either era; a model of _EXPLICIT_CAUSAL_MASK in 4.x
+    is traced through a wrapper that passes its causal mask explicitly and asks for no cache."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if is_legacy() or model_type not in _EXPLICIT_CAUSAL_MASK:
+        return torch.jit.trace(model, inputs)
+
+    class WithCausalMask(torch.nn.Module):
+        def __init__(self, inner):
+            super(WithCausalMask, self).__init__()
+            self.inner = inner
+
+        def forward(self, input_ids):
+            batch, length = input_ids.shape
+            mask = torch.ones(length, length, dtype=torch.bool, device=input_ids.device).tril()
+            mask = mask[None, None].expand(batch, 1, length, length)
+            return self.inner(input_ids=input_ids, attention_mask=mask, use_cache=False)
+
+    return torch.jit.trace(WithCausalMask(model), inputs)
 
 
 def last_hidden_state(outputs):

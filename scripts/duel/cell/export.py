@@ -69,7 +69,7 @@ def export_torchscript(adapter, spec, shapes, seed, folder, log):
 
         def export(path):
             with torch.no_grad():
-                traced = torch.jit.trace(adapter.model, inputs)
+                traced = compat.jit_trace(torch, adapter.model, inputs)
             traced.save(path)
         key = shape_key(batch_size, seq_len)
         _timed(entries, key, os.path.join(folder, key + ".pt"), export, log)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
 
 from duel.cell import locks
@@ -24,29 +24,43 @@ from .images import (ImageError, _read, base_of, definition, dockerfile, file_di
 LOCAL_BASES = {"bookworm": re.compile(r"^debian:(12([.-]|$)|bookworm)")}
 LOCAL_BASE_NAME = "duel/debian:%s"
 NO_INDEX_ARG = "PIP_NO_INDEX"
+SOURCE_ARCHIVES = (".tar.gz", ".zip")
 
 
 # Building: a context with the Dockerfile, its lock file, wheels from this disk and a CA bundle.
 
 def local_wheels(lock_path, folders, python, device):
-    """Wheels in ``folders`` that are a pinned version of a package of the lock file, built for
-    ``python`` (major, minor) and ``device``: a local label ``+cpu`` only for cpu, ``+cuXYZ``
-    only for cuda (pip prefers a labelled wheel, so a CPU torch would end up in a CUDA image)."""
+    """Files in ``folders`` that are a pinned version of a package of the lock file: wheels built
+    for ``python`` (major, minor) and ``device`` (a local label ``+cpu`` only for cpu, ``+cuXYZ``
+    only for cuda: pip prefers a labelled wheel, so a CPU torch would end up in a CUDA image), and
+    source archives (the lock of a package published only as source hashes its archive: pip
+    builds it in the image, and the wheel cache keeps the archive, not a wheel built here)."""
     pins = locks.read_pins(lock_path)
     interpreters = {"cp%d%d" % python, "py%d%d" % python, "py%d" % python[0]}
     other = re.compile(r"^cu\d+" if device == "cpu" else r"^cpu")
     found = []
     for folder in folders:
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-            if not name.endswith(".whl"):
+            if name.endswith(".whl"):
+                project, version, _, tags = parse_wheel_filename(name)
+                fits = any(tag.interpreter in interpreters for tag in tags) and not other.match(
+                    version.local or "")
+            elif name.endswith(SOURCE_ARCHIVES):
+                project, version = parse_sdist_filename(name)
+                fits = True
+            else:
                 continue
-            project, version, _, tags = parse_wheel_filename(name)
             wanted = pins.get(canonicalize_name(project))
-            if wanted and version.public == Version(wanted).public and any(
-                    tag.interpreter in interpreters for tag in tags) and not other.match(
-                    version.local or ""):
+            if fits and wanted and version.public == Version(wanted).public:
                 found.append(os.path.join(folder, name))
     return found
+
+
+def project_of(path):
+    """The canonical project name of a wheel or source archive file."""
+    name = os.path.basename(path)
+    parse = parse_wheel_filename if name.endswith(".whl") else parse_sdist_filename
+    return canonicalize_name(parse(name)[0])
 
 
 def pip_setting(key):
@@ -146,7 +160,7 @@ def offline_install(dockerfile_path, lock_path, wheels):
     it also finds in the context, downloading it again)."""
     if not re.search(r"^ARG\s+%s\s*$" % NO_INDEX_ARG, _read(dockerfile_path), re.MULTILINE):
         return False
-    have = {canonicalize_name(parse_wheel_filename(os.path.basename(w))[0]) for w in wheels}
+    have = {project_of(path) for path in wheels}
     return set(locks.read_pins(lock_path)) <= have
 
 

@@ -1,12 +1,15 @@
-"""A folder of wheels for every pin of a lock file, filled once and reused by image builds.
+"""A folder holding a file of every pin of a lock file, filled once and reused by image builds.
 
 An era's image installs its lock file with pip in the build; the 2019 lock alone is about 930 MB
 of wheels (torch 1.3.0's is 773 MB). ``scripts/build_image.py --wheel-cache DIR`` fills ``DIR``
-with the lock's pins that it lacks, by ``pip wheel --no-deps`` run with the era's own Python (so
-wheels are chosen for that interpreter, and the few packages published only as source are built
-into wheels once), then puts the wheels into the build context like any local wheel: a later
-build downloads nothing big. Files arrive in a temporary folder beside ``DIR`` and are moved in
-whole, so an interrupted fill never leaves a truncated wheel behind.
+with the lock's pins that it lacks, by ``pip download --no-deps`` run with the era's own Python
+(so wheels are chosen for that interpreter) and checked against the lock's hashes: exactly the
+files the lock names, a wheel where the pin has one for that Python and the source archive of a
+package published only as source (gast 0.2.2, sacremoses 0.0.53), which pip builds in the image.
+A wheel built here from such an archive would not do: its hash is not the lock's, and the image
+installs with hash checking. The files go into the build context like any local wheel: a later
+build downloads nothing big. They arrive in a temporary folder beside ``DIR`` and are moved in
+whole, so an interrupted fill never leaves a truncated file behind.
 """
 import os
 import shutil
@@ -14,17 +17,15 @@ import subprocess
 import sys
 import tempfile
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
-
 from duel.cell import locks
 from duel.host import eras, image_build, images
 
 
 def missing_pins(lock_path, folder, device):
-    """``name==version`` lines of the lock whose wheel (for its Python and device) is not in
-    ``folder``."""
+    """``name==version`` lines of the lock with neither a wheel (for its Python and device) nor a
+    source archive in ``folder``."""
     python = images.python_of(lock_path)
-    have = {canonicalize_name(parse_wheel_filename(os.path.basename(path))[0])
+    have = {image_build.project_of(path)
             for path in image_build.local_wheels(lock_path, [folder], python, device)}
     return ["%s==%s" % (name, version)
             for name, version in sorted(locks.read_pins(lock_path).items())
@@ -46,11 +47,14 @@ def fill(lock_path, folder, device, log=sys.stderr):
     staging = tempfile.mkdtemp(prefix=".fill-", dir=folder)
     try:
         requirements = os.path.join(staging, "requirements.txt")
+        hashes = locks.read_hashes(lock_path)
         with open(requirements, "w") as handle:
-            handle.write("\n".join(missing) + "\n")
-        command = [interpreter, "-m", "pip", "wheel", "--no-deps", "--use-pep517",
+            for pin in missing:
+                allowed = hashes.get(locks.canonical(pin.split("==")[0]), [])
+                handle.write(" ".join([pin] + ["--hash=sha256:" + h for h in allowed]) + "\n")
+        command = [interpreter, "-m", "pip", "download", "--no-deps", "--no-build-isolation",
                    "--disable-pip-version-check", "--progress-bar", "off", "-r", requirements,
-                   "-w", os.path.join(staging, "wheels")]
+                   "-d", os.path.join(staging, "wheels")]
         log.write("$ %s  (%d pins missing from %s)\n" % (" ".join(command), len(missing), folder))
         log.flush()
         result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)

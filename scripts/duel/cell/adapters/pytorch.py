@@ -170,7 +170,7 @@ class PyTorchAdapter(Adapter):
         model = self.model
         if self.mode == "torchscript":
             with self.inference_context(method):
-                model = torch.jit.trace(model, inputs)
+                model = compat.jit_trace(torch, model, inputs)
         elif self.mode == "compile":
             return self._counted_call(self._compiled, inputs)
         return lambda: model(inputs)

@@ -17,6 +17,9 @@ Variants (what the field uses against noise; duel's cells now run as ``duel``):
 - ``pinned``: the process bound to fixed CPUs, OpenMP threads to places (conditions.py);
 - ``gc-off``: the collector off while timing (as timeit and torch.utils.benchmark);
 - ``duel``: pinned + gc-off + inter-op pool = threads, as run_cell.py now sets them;
+- ``passive``: ``duel`` with ``OMP_WAIT_POLICY=PASSIVE`` (OpenMP threads sleep instead of
+  spinning while they wait: on cores shared with other work, spinning threads steal each other's
+  time; seen to matter a great deal under load, README "Deployed, without Python");
 - ``jemalloc``: ``duel`` with jemalloc preloaded (``--jemalloc PATH``, e.g. Debian's
   libjemalloc2; skipped when the library is absent).
 
@@ -36,7 +39,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
 SCRIPTS = os.path.join(CHECKOUT, "scripts")
-VARIANTS = ("plain", "pinned", "gc-off", "duel", "jemalloc")
+VARIANTS = ("plain", "pinned", "gc-off", "duel", "passive", "jemalloc")
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 
@@ -45,8 +48,8 @@ def worker(args):
     sys.path.insert(0, SCRIPTS)
     from duel.cell import conditions
 
-    pinned = args.variant in ("pinned", "duel", "jemalloc")
-    gc_off = args.variant in ("gc-off", "duel", "jemalloc")
+    pinned = args.variant in ("pinned", "duel", "passive", "jemalloc")
+    gc_off = args.variant in ("gc-off", "duel", "passive", "jemalloc")
     os.environ.update({"USE_TF": "0", "USE_TORCH": "1", "HF_HUB_OFFLINE": "1"})
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = str(args.threads)
@@ -56,7 +59,7 @@ def worker(args):
     from duel.cell import compat, models
 
     torch.set_num_threads(args.threads)
-    if args.variant in ("duel", "jemalloc"):
+    if args.variant in ("duel", "passive", "jemalloc"):
         compat.set_interop_threads(torch, args.threads)
     spec = models.load_model_spec(os.path.join(CHECKOUT, "config", "models",
                                                args.model + ".json"))
@@ -98,8 +101,10 @@ def run_process(variant, args):
                "--seconds", str(args.seconds), "--threads", str(args.threads),
                "--model", args.model, "--length", str(args.length)]
     env = dict(os.environ)
-    for name in ("OMP_PROC_BIND", "OMP_PLACES", "LD_PRELOAD"):
+    for name in ("OMP_PROC_BIND", "OMP_PLACES", "LD_PRELOAD", "OMP_WAIT_POLICY"):
         env.pop(name, None)
+    if variant == "passive":
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     if variant == "jemalloc":
         env["LD_PRELOAD"] = args.jemalloc
     output = subprocess.check_output(command, env=env, text=True)

@@ -3,6 +3,7 @@
 The stand-in for ``python:3.7`` is laid out from this machine's real Python 3.7 (the one the hf2019
 era uses); tests/test_docker_hf2019.py builds and runs the image on it.
 """
+import hashlib
 import os
 import subprocess
 import sys
@@ -70,19 +71,28 @@ def test_the_build_skips_the_registry_only_with_a_wheel_of_every_pin(tmp_path):
                                       wheels)
 
 
-def test_the_wheel_cache_lacks_exactly_the_pins_without_a_wheel_for_the_era_python(tmp_path):
-    for name in ("torch-1.3.0-cp37-cp37m-manylinux1_x86_64.whl",
-                 "numpy-1.17.3-cp38-cp38-manylinux1_x86_64.whl",  # another Python
-                 "six-1.16.0-py2.py3-none-any.whl",  # another version
-                 "transformers-2.1.1-py3-none-any.whl",
-                 "gast-0.2.2.tar.gz",  # published only as source: the lock hashes the archive
-                 "sacremoses-0.0.52.tar.gz"):  # another version
-        (tmp_path / name).write_text("")
-    missing = wheel_cache.missing_pins(HF2019_LOCK, str(tmp_path), "cpu")
-    assert "torch==1.3.0" not in missing and "transformers==2.1.1" not in missing
-    assert "gast==0.2.2" not in missing and "sacremoses==0.0.53" in missing
-    assert "numpy==1.17.3" in missing and "six==1.17.0" in missing
-    assert len(missing) == len(locks.read_pins(HF2019_LOCK)) - 3
+def test_the_wheel_cache_holds_exactly_the_files_its_lock_allows(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    contents = {"torch-1.3.0-cp37-cp37m-manylinux1_x86_64.whl": "torch",
+                "numpy-1.17.3-cp38-cp38-manylinux1_x86_64.whl": "numpy",  # another Python
+                "six-1.16.0-py2.py3-none-any.whl": "six",  # another version
+                "gast-0.2.2.tar.gz": "gast source",  # published only as source
+                "sacremoses-0.0.53-py3-none-any.whl": "built here"}  # not the lock's file
+    for name, text in contents.items():
+        (cache / name).write_text(text)
+    digest = lambda text: hashlib.sha256(text.encode()).hexdigest()
+    lock = tmp_path / "lock.txt"
+    lock.write_text("# requires-python: 3.7\n" + "".join(
+        "%s \\\n    --hash=sha256:%s\n" % (pin, digest(text)) for pin, text in (
+            ("torch==1.3.0", "torch"), ("numpy==1.17.3", "numpy"), ("six==1.17.0", "six"),
+            ("gast==0.2.2", "gast source"), ("sacremoses==0.0.53", "sacremoses source"))))
+    assert wheel_cache.missing_pins(str(lock), str(cache), "cpu") == [
+        "numpy==1.17.3", "sacremoses==0.0.53", "six==1.17.0"]
+    allowed, stray = wheel_cache.sorted_files(str(lock), str(cache), "cpu")
+    assert [os.path.basename(path) for path in allowed] == [
+        "gast-0.2.2.tar.gz", "torch-1.3.0-cp37-cp37m-manylinux1_x86_64.whl"]
+    assert [os.path.basename(path) for path in stray] == ["sacremoses-0.0.53-py3-none-any.whl"]
 
 
 def test_a_distribution_python_is_refused_rather_than_copied_with_its_system(tmp_path):

@@ -17,24 +17,37 @@ import subprocess
 import sys
 import tempfile
 
-from duel.cell import locks
+from duel.cell import files, locks
 from duel.host import eras, image_build, images
 
 
+def sorted_files(lock_path, folder, device):
+    """(allowed, stray): the files of ``folder`` that are a pin of the lock (a wheel for its Python
+    and device, or a source archive), split by whether their SHA-256 is one the lock allows for
+    that pin (a pin the lock gives no hash for allows any file)."""
+    hashes = locks.read_hashes(lock_path)
+    allowed, stray = [], []
+    for path in image_build.local_wheels(lock_path, [folder], images.python_of(lock_path), device):
+        wanted = hashes.get(image_build.project_of(path))
+        (allowed if not wanted or files.file_sha256(path) in wanted else stray).append(path)
+    return allowed, stray
+
+
 def missing_pins(lock_path, folder, device):
-    """``name==version`` lines of the lock with neither a wheel (for its Python and device) nor a
-    source archive in ``folder``."""
-    python = images.python_of(lock_path)
-    have = {image_build.project_of(path)
-            for path in image_build.local_wheels(lock_path, [folder], python, device)}
+    """``name==version`` lines of the lock without a file in ``folder`` that the lock allows."""
+    have = {image_build.project_of(path) for path in sorted_files(lock_path, folder, device)[0]}
     return ["%s==%s" % (name, version)
             for name, version in sorted(locks.read_pins(lock_path).items())
             if name not in have]
 
 
 def fill(lock_path, folder, device, log=sys.stderr):
-    """Put a wheel of every pin of ``lock_path`` into ``folder`` (those it lacks are fetched with
-    the era's Python); returns the pins that were fetched."""
+    """Put a file of every pin of ``lock_path`` into ``folder`` (those it lacks are fetched with
+    the era's Python), after removing the files of pins that the lock does not allow (e.g. a
+    wheel an older fill built here); returns the pins that were fetched."""
+    for path in sorted_files(lock_path, folder, device)[1]:
+        log.write("wheel cache: removing %s (not a file the lock allows)\n" % path)
+        os.remove(path)
     missing = missing_pins(lock_path, folder, device)
     if not missing:
         return []

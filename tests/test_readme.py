@@ -41,7 +41,7 @@ COMMANDS = {
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
     ".venv/bin/snakemake --cores all --config 'models=[gpt2,roberta-base]' 'batch_sizes=[1,8]' "
     "'sequence_lengths=[128,512]' 'frameworks=[tensorflow]' 'modes={tensorflow: [function]}' "
-    "'method=[duel,hf2019]'": PLAN,
+    "'method=[duel,timeit]'": PLAN,
     # every workflow test runs Snakemake this way (conftest.snakemake): planned here
     "CHECKOUT/.venv/bin/snakemake -s CHECKOUT/Snakefile --directory OUT --configfile my.yaml "
     "--cores all": PLAN,

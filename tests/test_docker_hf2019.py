@@ -74,7 +74,7 @@ def test_a_2019_cell_runs_in_the_2019_image_and_matches_its_reference(tmp_path, 
         path = conftest.shard_file(tmp_path, framework, mode, MODEL, era="hf2019")
         (row,) = pq.read_table(path).to_pylist()
         assert row["status"] == "ok", row["message"]
-        assert row["era"] == "hf2019" and row["method"] == "hf2019"
+        assert row["era"] == "hf2019" and row["method"] == "timeit"
         assert row["python"] == python and python.startswith("3.7.")
         assert row["framework_version"] == version and row["transformers_version"] == "2.1.1"
         assert row["runner"] == "docker" and row["image"] == name

@@ -144,7 +144,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
 
     pt_hf = sheet_rows(workbook, "current cpu PT eager timeit")
     hf_rows = pq.read_table(shards[4]).to_pylist()
-    assert pt_hf[3][1] == hf_rows[0]["mean"] / 1000.0  # hf2019 reports its mean, as 2019
+    assert pt_hf[3][1] == hf_rows[0]["mean"] / 1000.0  # timeit reports its mean, as 2019
 
     ratios = sheet_rows(workbook, "ratio PT-TF")
     bert = next(row for row in ratios if row[0] == "bert")

@@ -73,7 +73,9 @@ def renamed_keys(config, warn):
     if any(method in contract.RENAMED_METHODS for method in methods):
         warn("config key 'method': 'hf2019' is the old name of the timing method 'timeit' (the "
              "era is still called hf2019); it works, but write 'method: timeit'")
-        new = [contract.method_name(method) for method in methods]
+        new = []  # both spellings given name one method once
+        for method in map(contract.method_name, methods):
+            new += [method] if method not in new else []
         config["method"] = new if isinstance(config["method"], list) else new[0]
     if isinstance(config.get("hf2019"), dict):
         warn("config key 'hf2019' (the settings repeat and number) is now called 'timeit'")

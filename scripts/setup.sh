@@ -4,7 +4,10 @@
 # (envs/slurm.txt), kept out of .venv because importing it is slow where no SLURM answers.
 # Every lock file is complete and hashed: installed with hash checking and without resolution
 # (--require-hashes --no-deps), then `pip check`. The installer is uv, pinned in envs/uv.txt and
-# put into .venv first by pip; --pip installs with pip alone. Last, .venv/duel-env.json records
+# put into .venv first by pip; --pip installs with pip alone. Either way every module is compiled
+# to bytecode at install (pip does by default; uv with --compile-bytecode): a cell is a fresh
+# process, and where .pyc files are missing and cannot be written (PYTHONDONTWRITEBYTECODE, a
+# read-only tree) each one would spend seconds compiling TensorFlow's sources before it starts. Last, .venv/duel-env.json records
 # the hash of every lock file installed (planning compares .venv with its lock: README, Exact
 # environments). Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
 set -euo pipefail
@@ -52,7 +55,7 @@ install() {
   for lock in "$@"; do requirements+=(-r "$lock"); done
   if [[ "$installer" == uv ]]; then
     env "${uv_env[@]}" .venv/bin/uv pip install --quiet --python "$target" --require-hashes \
-      --no-deps "${uv_options[@]}" "${requirements[@]}"
+      --no-deps --compile-bytecode "${uv_options[@]}" "${requirements[@]}"
   else
     "$target" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
       "${requirements[@]}"

@@ -66,8 +66,8 @@ def parser():
     result.add_argument("--min-effect", type=non_negative, default=statistics.MIN_EFFECT,
                         help="smallest relative change called clear (default %(default)s = 5%%)")
     result.add_argument("--threshold", type=positive, default=None,
-                        help="exit 1 when a point's new/base ratio exceeds 1 + this and its "
-                             "interval lies above 1 (default: the minimum effect)")
+                        help="exit 1 when a point's new/base interval lies wholly above "
+                             "1 + this (default: the minimum effect)")
     result.add_argument("--ignore", action="append", default=[], choices=compare.IGNORABLE,
                         help="match points across this identity key, e.g. --ignore era to "
                              "compare an hf2019 run with a current one (repeatable)")

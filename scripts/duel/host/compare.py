@@ -12,8 +12,8 @@ replicate, plus contract.POINT_KEYS); ``ignore`` drops keys from the match (e.g.
 Each matched point gets the ratio new / base of the method's figure, a percentile bootstrap
 interval computed as the run's own PyTorch / TensorFlow intervals are (statistics.bootstrap_ratio:
 hierarchical over processes where a side has several replicates), and a verdict (VERDICTS).
-A point is *clearly slower beyond the threshold* (what fails a CI job) when its ratio exceeds
-1 + threshold and its interval lies above 1.
+A point is *clearly slower beyond the threshold* (what fails a CI job) when its interval (and
+so its ratio) lies above 1 + threshold: statistics.is_clear with the threshold as the effect.
 
 What changed between the runs is every environment column (contract.ENVIRONMENT, plus any
 column of either summary the contract does not know and that is constant within each process,
@@ -212,8 +212,9 @@ def judge(row, min_effect, threshold, confidence, resamples, seed):
                                                     row["replicates_new"]))
     if clear != "yes":
         record["note"] = ("interval includes 1" if not statistics.is_clear(low, high) else
-                          "change within the minimum effect (%g%%)" % (100.0 * min_effect))
-    record["beyond_threshold"] = bool(low > 1.0 and record["ratio"] > 1.0 + threshold)
+                          "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect))
+    record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_clear(
+        low, high, record["ratio"], threshold))
     return record
 
 

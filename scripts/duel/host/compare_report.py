@@ -70,8 +70,8 @@ def ci_status_line(result):
     """What the exit status says, in one sentence."""
     beyond = int(result.points["beyond_threshold"].sum())
     if beyond:
-        return ("Exit 1: %d point(s) clearly slower by more than %g%% (ratio beyond 1 + %g and "
-                "the interval above 1)." % (beyond, 100 * result.threshold, result.threshold))
+        return ("Exit 1: %d point(s) clearly slower by more than %g%% (the whole interval "
+                "above 1 + %g)." % (beyond, 100 * result.threshold, result.threshold))
     if result.exit_status:
         return "Exit 1: %d point(s) newly failing." % int(
             (result.points["verdict"] == compare.NEWLY_FAILING).sum())
@@ -120,7 +120,7 @@ def markdown(result, limit=20):
     counts = compare.verdict_counts(points)
     lines.append(", ".join("%s %d" % (verdict, count) for verdict, count in counts.values
                            if count) + " (of %d points)." % len(points))
-    lines.append("%s A change counts only when its 95%% interval excludes 1 and it exceeds %g%%. "
+    lines.append("%s A change counts only when its whole 95%% interval lies beyond %g%%. "
                  "%s" % (ci_status_line(result), 100 * result.min_effect,
                          _interval_note(points)))
     lines.append("")

@@ -515,7 +515,7 @@ def ratio_charts(frame, ratios):
         colourbar.set_ticklabels(["%g" % tick for tick in ticks])
         colourbar.set_label("PyTorch time / TensorFlow time\n(blue < 1: PyTorch faster)")
         title = ("Which framework is faster? PyTorch / TensorFlow time per point (ratio of %ss)\n"
-                 "bold: clear (the %d%% bootstrap interval, %s, excludes 1 and the ratio is "
+                 "bold: clear (the whole %d%% bootstrap interval, %s, lies "
                  "beyond %s); '?': not clear\n%s" % (
                      contract.reported_statistic(values[-1]), round(statistics.CONFIDENCE * 100),
                      scopes.interval_label(group), _effect_label(selected),

@@ -183,6 +183,30 @@ def test_other_hardware_is_said_loudly_in_the_first_line(tmp_path):
     assert (output / "comparison.md").read_text().splitlines()[0].startswith("**" + first)
 
 
+def with_canary(rows, milliseconds):
+    for row in rows:
+        if row["status"] == "ok":
+            row.update(canary_before_ms=milliseconds, canary_after_ms=milliseconds * 1.02)
+    return rows
+
+
+@pytest.mark.unit
+def test_a_machine_that_ran_at_another_speed_is_said_before_the_points(tmp_path):
+    """The canary (the same numpy product in every run) took 16% less time in the new run, as
+    the machine did between the two runs of the README's A/A pair: the comparison says so first,
+    since a change of that size on every point may be the machine's."""
+    base = compare.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=1), 0.186)))
+    faster = compare.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=2), 0.156)))
+    same = compare.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=3), 0.180)))
+    assert compare.compare(base, faster).warnings == [
+        "THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around every "
+        "point) took 0.188 ms in base and 0.158 ms in new (new / base 0.84): changes of about "
+        "that size may be the machine's, not the software's."]
+    assert compare.compare(base, same).warnings == []  # 3% apart: within the minimum effect
+    unrecorded = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=4)))
+    assert compare.compare(unrecorded, faster).warnings == []  # an older run: no canary
+
+
 @pytest.mark.unit
 def test_verdicts_for_failures_and_missing_points(tmp_path):
     base_rows = synthetic_rows(seed=1, status={("pytorch", 4, 32): "oom",

@@ -377,9 +377,31 @@ def started(run):
     return times.min() if len(times) else None
 
 
-def warnings_of(base, new, ignore):
-    """Lines to put first: different hardware or methods (loudly), matching across eras, and a
-    baseline that looks newer than the new run."""
+def machine_speed(run):
+    """A run's canary: the median over its ok points of the fixed numpy matrix product timed
+    around each point (conditions.canary_ms), in ms; None where not recorded (older runs)."""
+    ok = run.frame[run.frame["status"] == "ok"]
+    canary = pd.concat([pd.to_numeric(ok["canary_before_ms"], errors="coerce"),
+                        pd.to_numeric(ok["canary_after_ms"], errors="coerce")]).dropna()
+    return float(canary.median()) if len(canary) else None
+
+
+def machine_line(base, new, min_effect):
+    """A warning when the machine itself ran at another speed in the two runs: the canary, the
+    same small workload in every run, moved by more than the minimum effect. On a shared or
+    cloud machine whole runs shift by 10% or more; such a shift lands on every point."""
+    speeds = machine_speed(base), machine_speed(new)
+    if None in speeds or 1.0 / (1.0 + min_effect) <= speeds[1] / speeds[0] <= 1.0 + min_effect:
+        return None
+    return ("THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around "
+            "every point) took %.3g ms in base and %.3g ms in new (new / base %.2f): changes "
+            "of about that size may be the machine's, not the software's."
+            % (speeds[0], speeds[1], speeds[1] / speeds[0]))
+
+
+def warnings_of(base, new, ignore, min_effect=statistics.MIN_EFFECT):
+    """Lines to put first: different hardware or methods (loudly), a machine that ran at another
+    speed, matching across eras, and a baseline that looks newer than the new run."""
     lines = []
     if hardware(base) != hardware(new):
         lines.append("DIFFERENT HARDWARE: base ran on %s; new on %s. Ratios include the change "
@@ -391,6 +413,9 @@ def warnings_of(base, new, ignore):
                         ", ".join(_distinct(new.points["method"])),
                         " (matched across methods: --ignore method)" if "method" in ignore
                         else ""))
+    machine = machine_line(base, new, min_effect)
+    if machine:
+        lines.append(machine)
     for name in ("era", "device", "precision"):
         if name in ignore and _differ(base, new, name):
             lines.append("ACROSS %sS: base %s, new %s (matched on everything but the %s)."
@@ -424,7 +449,8 @@ def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=No
     failing = points["beyond_threshold"].any() or (
         fail_on_new_failures and (points["verdict"] == NEWLY_FAILING).any())
     return Comparison(base, new, ignore, keys, min_effect, threshold, confidence, points,
-                      environment_differences(base, new, ignore), warnings_of(base, new, ignore),
+                      environment_differences(base, new, ignore),
+                      warnings_of(base, new, ignore, min_effect),
                       1 if failing else 0)
 
 

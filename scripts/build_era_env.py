@@ -8,7 +8,7 @@ from duel.host import eras  # noqa: E402
 
 if __name__ == "__main__" and "snakemake" in globals():
     with open(snakemake.log[0], "w") as log:  # noqa: F821
-        eras.build_env(
+        eras.ensure_env(
             snakemake.wildcards.era,  # noqa: F821
             snakemake.input.lock,  # noqa: F821
             os.path.dirname(snakemake.output.marker),  # noqa: F821

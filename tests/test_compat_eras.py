@@ -53,9 +53,8 @@ def era_python(era):
         return sys.executable
     lock = eras.lock_file(REPO, era, "cpu")
     prefix = eras.keyed_prefix(os.path.join(REPO, ".era-envs"), era, "cpu", lock)
-    if eras.stale_reason(prefix, lock):
-        with open(os.devnull, "w") as log:
-            eras.build_env(era, lock, prefix, log)
+    with open(os.devnull, "w") as log:
+        eras.ensure_env(era, lock, prefix, log)
     return eras.env_python(prefix)
 
 

@@ -1,10 +1,12 @@
 """Era environments: lock files, interpreters, real venv builds, and stale builds never reused."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from conftest import REPO, snakemake
+from conftest import REPO, SCRIPTS, snakemake
 from duel.host import eras
 
 TINY_LOCK = ("# requires-python: 3.7\n"
@@ -55,6 +57,28 @@ def test_build_reuse_and_rebuild_of_a_real_environment(tmp_path):
     lock.write_text(TINY_LOCK + "# changed\n")
     assert "another version" in eras.discard_if_stale(prefix, str(lock))
     assert not os.path.exists(os.path.join(prefix, eras.MARKER))  # so the rule rebuilds it
+
+
+ENSURE = ("import sys; sys.path.insert(0, sys.argv[1]); from duel.host import eras; "
+          "eras.ensure_env('tiny', sys.argv[2], sys.argv[3], open(sys.argv[4], 'w'))")
+
+
+@pytest.mark.era
+def test_two_runs_needing_one_environment_build_it_once(tmp_path):
+    """Two processes (two workflow runs sharing era_envs_dir) ask for the same environment at
+    once: one builds it, the other waits for the lock and reuses it; neither removes the other's
+    half-built environment."""
+    lock = tmp_path / "tiny.txt"
+    lock.write_text(TINY_LOCK)
+    prefix = str(tmp_path / "envs" / "tiny" / "cpu" / eras.lock_key(str(lock)))
+    logs = [str(tmp_path / ("build-%d.log" % number)) for number in (1, 2)]
+    racers = [subprocess.Popen([sys.executable, "-c", ENSURE, SCRIPTS, str(lock), prefix, log])
+              for log in logs]
+    assert [racer.wait(timeout=600) for racer in racers] == [0, 0]
+    texts = [open(log).read() for log in logs]
+    assert sum("already built from this lock, reused" in text for text in texts) == 1, texts
+    assert sum("-m venv" in text for text in texts) == 1, texts
+    assert eras.stale_reason(prefix, str(lock)) is None
 
 
 @pytest.mark.workflow

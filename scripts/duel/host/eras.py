@@ -18,8 +18,12 @@ only while ``.venv`` holds its lock's pins; otherwise it is built like any other
 
 The marker file is the proof of a finished build: an environment without it, or whose marker
 names another lock file hash or an interpreter that is gone, is stale and is rebuilt, never reused.
+Builds go through ``ensure_env``: one builder per environment at a time (a lock file beside it),
+so two runs that share ``era_envs_dir`` wait for each other instead of removing each other's
+half-built environment, and the second reuses what the first built.
 """
 import datetime
+import fcntl
 import functools
 import glob
 import json
@@ -254,3 +258,16 @@ def build_env(era, lock, prefix, log=sys.stderr):
     }
     files.write_json(os.path.join(prefix, MARKER), marker)
     return marker
+
+
+def ensure_env(era, lock, prefix, log=sys.stderr):
+    """The environment at ``prefix`` for ``lock``, built unless a finished build is there; returns
+    its marker. Holds an exclusive lock (``<prefix>.lock``) while it checks and builds, so a run
+    that finds another one building waits and then reuses that build."""
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    with open(os.path.abspath(prefix) + ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if stale_reason(prefix, lock) is None:
+            log.write("environment %s: already built from this lock, reused\n" % prefix)
+            return read_marker(prefix)
+        return build_env(era, lock, prefix, log)

@@ -65,6 +65,14 @@ def models_dir(tmp_path):
 COST_MARKERS = ("unit", "framework", "workflow", "era", "docker", "slurm", "install")
 
 
+# Tests that share one machine-wide resource run in one pytest-xdist worker, one after another
+# (pytest.ini: --dist loadgroup): the private Docker engine and the one-node SLURM cluster are
+# each started once per worker that needs them. Every other test runs with the rest of its module,
+# so a module's fixtures (a workflow run that several tests read) are made once.
+SHARED_RESOURCES = ("docker", "slurm")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Every test says what it costs: one of COST_MARKERS (``pytestmark`` of its module, or a
     decorator), and ``unit`` alone. A test without one would land in no subset, or in the quick
@@ -86,6 +94,10 @@ def pytest_collection_modifyitems(config, items):
                         "others):\n  %s" % "\n  ".join(mixed))
     if problems:
         raise pytest.UsageError("\n".join(problems))
+    for item in items:
+        names = {mark.name for mark in item.iter_markers()}
+        group = next((name for name in SHARED_RESOURCES if name in names), item.module.__name__)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -200,8 +200,9 @@ def test_a_machine_that_ran_at_another_speed_is_said_before_the_points(tmp_path)
     same = compare.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=3), 0.180)))
     assert compare.compare(base, faster).warnings == [
         "THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around every "
-        "point) took 0.188 ms in base and 0.158 ms in new (new / base 0.84): changes of about "
-        "that size may be the machine's, not the software's."]
+        "point, on the cell's own cores) took 0.188 ms in base and 0.158 ms in new (new / base "
+        "0.84): changes of about that size may come from the machine or the cores each cell "
+        "had, not from the software."]
     assert compare.compare(base, same).warnings == []  # 3% apart: within the minimum effect
     unrecorded = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=4)))
     assert compare.compare(unrecorded, faster).warnings == []  # an older run: no canary

@@ -394,8 +394,9 @@ def machine_line(base, new, min_effect):
     if None in speeds or 1.0 / (1.0 + min_effect) <= speeds[1] / speeds[0] <= 1.0 + min_effect:
         return None
     return ("THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around "
-            "every point) took %.3g ms in base and %.3g ms in new (new / base %.2f): changes "
-            "of about that size may be the machine's, not the software's."
+            "every point, on the cell's own cores) took %.3g ms in base and %.3g ms in new (new / "
+            "base %.2f): changes of about that size may come from the machine or the cores each "
+            "cell had, not from the software."
             % (speeds[0], speeds[1], speeds[1] / speeds[0]))
 
 

@@ -65,14 +65,31 @@ def models_dir(tmp_path):
 COST_MARKERS = ("unit", "framework", "workflow", "era", "docker", "slurm", "install")
 
 
-# Tests that share one machine-wide resource run in one pytest-xdist worker, one after another
-# (pytest.ini: --dist loadgroup): the private Docker engine and the one-node SLURM cluster are
-# each started once per worker that needs them. Every other test runs with the rest of its module,
-# so a module's fixtures (a workflow run that several tests read) are made once.
-SHARED_RESOURCES = ("docker", "slurm")
+# The suite runs in two pytest-xdist workers (pytest.ini). A worker takes a whole module at a time,
+# so a module's fixtures (a workflow run that several tests read) are made once; the modules that
+# share a machine-wide resource go to one worker as one unit, one after another: the private Docker
+# engine (one data root) and the one-node SLURM cluster are each started by one worker only.
+SHARED_RESOURCES = {"docker": ("test_docker.py", "test_docker_hf2019.py"),
+                    "slurm": ("test_slurm.py",)}
+UNIT_OF_MODULE = {module: resource for resource, modules in SHARED_RESOURCES.items()
+                  for module in modules}
+# Costliest modules first, so the long ones do not start last and leave a worker idle at the end.
+COST_ORDER = ("docker", "slurm", "era", "install", "workflow", "framework", "unit")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's load-by-scope scheduler with scopes of our own: a module, or a shared resource's
+    modules together (pytest.ini turns off xdist's reordering of scopes by their size)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModuleAndResource(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module = nodeid.split("::", 1)[0]
+            return UNIT_OF_MODULE.get(os.path.basename(module), module)
+
+    return ByModuleAndResource(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test says what it costs: one of COST_MARKERS (``pytestmark`` of its module, or a
     decorator), and ``unit`` alone. A test without one would land in no subset, or in the quick
@@ -94,10 +111,29 @@ def pytest_collection_modifyitems(config, items):
                         "others):\n  %s" % "\n  ".join(mixed))
     if problems:
         raise pytest.UsageError("\n".join(problems))
+    misplaced = ["%s (marked %s: add its module to SHARED_RESOURCES)" % (item.nodeid, resource)
+                 for item in items for resource, modules in SHARED_RESOURCES.items()
+                 if item.get_closest_marker(resource)
+                 and os.path.basename(str(item.fspath)) not in modules]
+    if misplaced:
+        raise pytest.UsageError("tests that would start a second %s in another worker:\n  %s"
+                                % ("/".join(SHARED_RESOURCES), "\n  ".join(misplaced)))
+    items[:] = in_cost_order(items)
+
+
+def in_cost_order(items):
+    """``items`` with whole modules moved by their costliest marker (COST_ORDER), the order
+    inside a module and among modules of one cost kept."""
+    rank = {}
     for item in items:
+        module = str(item.fspath)
         names = {mark.name for mark in item.iter_markers()}
-        group = next((name for name in SHARED_RESOURCES if name in names), item.module.__name__)
-        item.add_marker(pytest.mark.xdist_group(group))
+        cost = min([COST_ORDER.index(name) for name in names if name in COST_ORDER] or [0])
+        rank[module] = min(rank.get(module, cost), cost)
+    first_seen = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(str(item.fspath), index)
+    return sorted(items, key=lambda item: (rank[str(item.fspath)], first_seen[str(item.fspath)]))
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,9 @@
 # put into .venv first by pip; --pip installs with pip alone. Either way every module is compiled
 # to bytecode at install (pip does by default; uv with --compile-bytecode): a cell is a fresh
 # process, and where .pyc files are missing and cannot be written (PYTHONDONTWRITEBYTECODE, a
-# read-only tree) each one would spend seconds compiling TensorFlow's sources before it starts. Last, .venv/duel-env.json records
-# the hash of every lock file installed (planning compares .venv with its lock: README, Exact
-# environments). Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
+# read-only tree) each one would spend seconds compiling TensorFlow's sources before it starts.
+# Last, .venv/duel-env.json records the hash of every lock file installed (planning compares
+# .venv with its lock: README, Exact environments). Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

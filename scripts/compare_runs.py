@@ -74,18 +74,22 @@ def parser():
     result.add_argument("--fail-on-new-failures", action="store_true",
                         help="exit 1 also when a point that was ok in the base fails in the "
                              "new run")
+    result.add_argument("--no-machine-band", dest="machine_band", action="store_false",
+                        help="judge every change against the minimum effect alone, also when the "
+                             "runs' canaries say the machine itself ran at another speed")
     result.add_argument("--resamples", type=count, default=statistics.RESAMPLES,
                         help="bootstrap resamples (default %(default)s)")
     return result
 
 
 def run(base, new, output, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=None,
-        fail_on_new_failures=False, resamples=statistics.RESAMPLES):
+        fail_on_new_failures=False, resamples=statistics.RESAMPLES, machine_band=True):
     """Compare, write the outputs, print the summary's first lines; the exit status."""
     compare_report.check_output(output)
     result = compare.compare(compare.read_run(base), compare.read_run(new), ignore, min_effect,
                              threshold, resamples=resamples,
-                             fail_on_new_failures=fail_on_new_failures)
+                             fail_on_new_failures=fail_on_new_failures,
+                             machine_band=machine_band)
     compare_report.write_outputs(result, output)
     for line in result.warnings:
         print(line)
@@ -105,7 +109,7 @@ def main(argv=None):
     try:
         return run(arguments.base, arguments.new, arguments.output, arguments.ignore,
                    arguments.min_effect, arguments.threshold, arguments.fail_on_new_failures,
-                   arguments.resamples)
+                   arguments.resamples, arguments.machine_band)
     except compare.CompareError as error:
         sys.stderr.write("%s: error: %s\n" % (PROG, error))
         return 2

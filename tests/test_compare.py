@@ -201,11 +201,44 @@ def test_a_machine_that_ran_at_another_speed_is_said_before_the_points(tmp_path)
     assert compare.compare(base, faster).warnings == [
         "THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around every "
         "point, on the cell's own cores) took 0.188 ms in base and 0.158 ms in new (new / base "
-        "0.84): changes of about that size may come from the machine or the cores each cell "
-        "had, not from the software."]
+        "0.84): the machine or the cores each cell had changed, not only the software. Only "
+        "changes beyond 0.80-1.05 count (--no-machine-band: the minimum effect alone)."]
     assert compare.compare(base, same).warnings == []  # 3% apart: within the minimum effect
     unrecorded = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=4)))
     assert compare.compare(unrecorded, faster).warnings == []  # an older run: no canary
+
+
+def uniformly_slower(seed, factor, canary_ms, slow=None):
+    rows = synthetic_rows(seed=seed, slow=slow)
+    for row in rows:
+        if row["status"] == "ok":
+            row["samples"] = [value * factor for value in row["samples"]]
+            for name in ("mean", "median", "std", "min", "max", "p90"):
+                row[name] *= factor
+    return compare.read_run_frame(pd.DataFrame(with_canary(rows, canary_ms)))
+
+
+@pytest.mark.unit
+def test_a_change_within_the_machines_own_is_not_credited_to_the_software():
+    """A/A on a machine that ran 25% slower in the new run, as the canary says (the README's
+    third A/A pair: canary 1.30x, points 1.22x): no point is called slower and CI passes; a
+    point 60% slower (beyond the machine's 25%) is still found; --no-machine-band calls all
+    of them slower."""
+    base = uniformly_slower(1, 1.0, 0.160)
+    drifted = uniformly_slower(2, 1.25, 0.200)
+    result = compare.compare(base, drifted)
+    assert result.machine_shift == pytest.approx(1.25)
+    assert set(result.points["verdict"]) == {"no clear change"} and result.exit_status == 0
+    assert set(result.points["note"]) == {"within the machine's own change (canary x1.25)"}
+    assert "Only changes beyond 0.95-1.31 count" in result.warnings[0]
+    worse = uniformly_slower(3, 1.25, 0.200, slow={("pytorch", 2, 128): 1.6})
+    found = compare.compare(base, worse)
+    assert found.exit_status == 1
+    assert found.points.loc[found.points["verdict"] == "slower", "point"].tolist() == ["2x128"]
+    plain = compare.compare(base, drifted, machine_band=False)
+    assert plain.machine_shift == 1.0 and plain.exit_status == 1
+    assert (plain.points["verdict"] == "slower").all()
+    assert plain.warnings[0].endswith("The verdicts do not allow for it (--no-machine-band).")
 
 
 @pytest.mark.unit

@@ -15,6 +15,11 @@ hierarchical over processes where a side has several replicates), and a verdict 
 A point is *clearly slower beyond the threshold* (what fails a CI job) when its interval (and
 so its ratio) lies above 1 + threshold: statistics.is_clear with the threshold as the effect.
 
+The machine's own change counts too (``machine_band``, on by default): every point records a
+canary (a fixed numpy product on the cell's cores); where the two runs' canaries differ by more
+than the minimum effect (machine_shift: 0.91x and 1.30x between A/A runs here), a change must
+also lie beyond that shift (statistics.equivalence_band), and the first line says so.
+
 What changed between the runs is every environment column (contract.ENVIRONMENT, plus any
 column of either summary the contract does not know and that is constant within each process,
 such as hash columns added later) whose value differs between the two sides of a matched cell;
@@ -52,7 +57,7 @@ ENVIRONMENT_COLUMNS = ["column", "base", "new", "cells", "which"]
 Run = namedtuple("Run", "label path frame points")
 Comparison = namedtuple(
     "Comparison", "base new ignore keys min_effect threshold confidence points environment "
-                  "warnings exit_status")
+                  "warnings machine_shift exit_status")
 
 
 class CompareError(Exception):
@@ -181,8 +186,9 @@ def _status_text(row, side):
     return "%s %s%s" % (side, status, ": %s" % message if message else "")
 
 
-def judge(row, min_effect, threshold, confidence, resamples, seed):
-    """The verdict of one matched row (see VERDICTS) with its ratio and interval."""
+def judge(row, min_effect, threshold, confidence, resamples, seed, shift=1.0):
+    """The verdict of one matched row (see VERDICTS) with its ratio and interval; ``shift``: the
+    machine's own change between the runs (machine_shift), which a change must exceed too."""
     record = dict(ratio=None, ci_low=None, ci_high=None, interval=None, verdict=None, note=None,
                   beyond_threshold=False)
     if row["_merge"] == "left_only":
@@ -206,20 +212,25 @@ def judge(row, min_effect, threshold, confidence, resamples, seed):
     low, high = statistics.bootstrap_ratio(
         list(row["replicate_samples_new"]), list(row["replicate_samples_base"]),
         row["statistic"], confidence, resamples, seed)
-    clear, text = statistics.verdict(record["ratio"], low, high, min_effect, FASTER, SLOWER)
-    record.update(ci_low=low, ci_high=high, verdict=text if clear == "yes" else UNCLEAR,
+    band = statistics.equivalence_band(min_effect, shift)
+    clear = statistics.is_beyond(low, high, record["ratio"], band)
+    record.update(ci_low=low, ci_high=high,
+                  verdict=(SLOWER if record["ratio"] > 1.0 else FASTER) if clear else UNCLEAR,
                   interval=statistics.interval_kind(row["replicates_base"],
                                                     row["replicates_new"]))
-    if clear != "yes":
-        record["note"] = ("interval includes 1" if not statistics.is_clear(low, high) else
-                          "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect))
-    record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_clear(
-        low, high, record["ratio"], threshold))
+    if not clear:
+        record["note"] = (
+            "interval includes 1" if not statistics.is_clear(low, high) else
+            "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect)
+            if not statistics.is_clear(low, high, record["ratio"], min_effect) else
+            "within the machine's own change (canary x%.2f)" % shift)
+    record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_beyond(
+        low, high, record["ratio"], statistics.equivalence_band(threshold, shift)))
     return record
 
 
 def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence, resamples,
-                     seed):
+                     seed, shift=1.0):
     """One row per point of either run (POINT_COLUMNS, plus the match keys and, for ignored
     keys, each side's value)."""
     merged = _matched(base, new, keys, ignore)
@@ -239,7 +250,7 @@ def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
     for name in ("replicates", "n_samples"):
         for side in ("base", "new"):
             merged["%s_%s" % (name, side)] = merged["%s_%s" % (name, side)].fillna(0).astype(int)
-    judged = [judge(row, min_effect, threshold, confidence, resamples, seed)
+    judged = [judge(row, min_effect, threshold, confidence, resamples, seed, shift)
               for _, row in merged.iterrows()]
     for name in judged[0]:
         merged[name] = [record[name] for record in judged]
@@ -386,21 +397,37 @@ def machine_speed(run):
     return float(canary.median()) if len(canary) else None
 
 
-def machine_line(base, new, min_effect):
-    """A warning when the machine itself ran at another speed in the two runs: the canary, the
-    same small workload in every run, moved by more than the minimum effect. On a shared or
-    cloud machine whole runs shift by 10% or more; such a shift lands on every point."""
+def machine_shift(base, new, min_effect):
+    """new / base of the two runs' canaries (machine_speed) where they differ by more than the
+    minimum effect, else 1.0 (also where either run has no canary). On a shared or cloud machine
+    whole runs shift by 10-30% between runs minutes apart; the canary, the same small workload
+    in every run on the cells' own cores, sees it, and such a shift lands on every point."""
     speeds = machine_speed(base), machine_speed(new)
-    if None in speeds or 1.0 / (1.0 + min_effect) <= speeds[1] / speeds[0] <= 1.0 + min_effect:
+    if None in speeds:
+        return 1.0
+    shift = speeds[1] / speeds[0]
+    below, above = statistics.equivalence_band(min_effect)
+    return 1.0 if below <= shift <= above else shift
+
+
+def machine_line(base, new, shift, min_effect, machine_band=True):
+    """The warning for a machine that ran at another speed (None where it did not), and what the
+    verdicts do about it: with ``machine_band``, a change within the machine's own is not
+    credited to the software."""
+    if shift == 1.0:
         return None
+    below, above = statistics.equivalence_band(min_effect, shift)
     return ("THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around "
             "every point, on the cell's own cores) took %.3g ms in base and %.3g ms in new (new / "
-            "base %.2f): changes of about that size may come from the machine or the cores each "
-            "cell had, not from the software."
-            % (speeds[0], speeds[1], speeds[1] / speeds[0]))
+            "base %.2f): the machine or the cores each cell had changed, not only the software. "
+            % (machine_speed(base), machine_speed(new), shift)
+            + ("Only changes beyond %.2f-%.2f count (--no-machine-band: the minimum effect "
+               "alone)." % (below, above) if machine_band else
+               "The verdicts do not allow for it (--no-machine-band)."))
 
 
-def warnings_of(base, new, ignore, min_effect=statistics.MIN_EFFECT):
+def warnings_of(base, new, ignore, min_effect=statistics.MIN_EFFECT, shift=1.0,
+                machine_band=True):
     """Lines to put first: different hardware or methods (loudly), a machine that ran at another
     speed, matching across eras, and a baseline that looks newer than the new run."""
     lines = []
@@ -414,7 +441,7 @@ def warnings_of(base, new, ignore, min_effect=statistics.MIN_EFFECT):
                         ", ".join(_distinct(new.points["method"])),
                         " (matched across methods: --ignore method)" if "method" in ignore
                         else ""))
-    machine = machine_line(base, new, min_effect)
+    machine = machine_line(base, new, shift, min_effect, machine_band)
     if machine:
         lines.append(machine)
     for name in ("era", "device", "precision"):
@@ -432,10 +459,11 @@ def warnings_of(base, new, ignore, min_effect=statistics.MIN_EFFECT):
 
 def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=None,
             confidence=statistics.CONFIDENCE, resamples=statistics.RESAMPLES,
-            seed=statistics.SEED, fail_on_new_failures=False):
+            seed=statistics.SEED, fail_on_new_failures=False, machine_band=True):
     """The comparison of two runs (read_run): points, environment differences, warnings and
     the exit status for CI (0: nothing clearly slower beyond ``threshold``, default
-    ``min_effect``; 1: something is, or with ``fail_on_new_failures`` a point newly fails)."""
+    ``min_effect``; 1: something is, or with ``fail_on_new_failures`` a point newly fails).
+    With ``machine_band`` a change must also exceed the machine's own (machine_shift)."""
     ignore = tuple(dict.fromkeys(ignore))
     keys = match_keys(ignore)
     if threshold is not None and not threshold > 0:
@@ -445,13 +473,15 @@ def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=No
     threshold = min_effect if threshold is None else threshold
     _check_unique(base, "base", keys, ignore)
     _check_unique(new, "new", keys, ignore)
+    moved = machine_shift(base, new, min_effect)
+    shift = moved if machine_band else 1.0
     points = point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
-                              resamples, seed)
+                              resamples, seed, shift)
     failing = points["beyond_threshold"].any() or (
         fail_on_new_failures and (points["verdict"] == NEWLY_FAILING).any())
     return Comparison(base, new, ignore, keys, min_effect, threshold, confidence, points,
                       environment_differences(base, new, ignore),
-                      warnings_of(base, new, ignore, min_effect),
+                      warnings_of(base, new, ignore, min_effect, moved, machine_band), shift,
                       1 if failing else 0)
 
 

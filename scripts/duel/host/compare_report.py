@@ -162,7 +162,9 @@ def summary_rows(result):
              ["matched on", ", ".join(result.keys)],
              ["ignored", ", ".join(result.ignore) or "nothing"],
              ["minimum effect", result.min_effect], ["threshold", result.threshold],
-             ["confidence", result.confidence], [ci_status_line(result)],
+             ["confidence", result.confidence],
+             ["machine shift (canary new / base, 1: none counted)", result.machine_shift],
+             [ci_status_line(result)],
              [_interval_note(result.points)], [], ["verdict", "points"]]
     rows += [list(row) for row in compare.verdict_counts(result.points).values]
     return rows

@@ -134,16 +134,28 @@ def interval_kind(replicates_a, replicates_b):
     return BETWEEN if min(replicates_a, replicates_b) >= 2 else WITHIN
 
 
-def is_clear(low, high, ratio=None, min_effect=0.0):
-    """Whether a ratio clearly differs from 1 by at least ``min_effect``: its whole interval
-    lies above 1 + min_effect or below 1 / (1 + min_effect), and so does ``ratio`` when given.
-    With min_effect 0: the interval excludes 1."""
-    above, below = 1.0 + min_effect, 1.0 / (1.0 + min_effect)
+def equivalence_band(min_effect, shift=1.0):
+    """(below, above): the ratios too close to 1 to call a difference: within ``min_effect``
+    of 1 and, where the whole machine ran ``shift`` times slower (or faster) between the two
+    sides, within min_effect of that shift too."""
+    return (min(1.0, shift) / (1.0 + min_effect), max(1.0, shift) * (1.0 + min_effect))
+
+
+def is_beyond(low, high, ratio, band):
+    """Whether the whole interval (low, high), and ``ratio`` when given, lies outside ``band``."""
+    below, above = band
     if low > above:
         return ratio is None or ratio > above
     if high < below:
         return ratio is None or ratio < below
     return False
+
+
+def is_clear(low, high, ratio=None, min_effect=0.0):
+    """Whether a ratio clearly differs from 1 by at least ``min_effect``: its whole interval
+    lies above 1 + min_effect or below 1 / (1 + min_effect), and so does ``ratio`` when given.
+    With min_effect 0: the interval excludes 1."""
+    return is_beyond(low, high, ratio, equivalence_band(min_effect))
 
 
 def _not_ok(status, framework):

@@ -212,13 +212,12 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=1.0):
     low, high = statistics.bootstrap_ratio(
         list(row["replicate_samples_new"]), list(row["replicate_samples_base"]),
         row["statistic"], confidence, resamples, seed)
-    band = statistics.equivalence_band(min_effect, shift)
-    clear = statistics.is_beyond(low, high, record["ratio"], band)
-    record.update(ci_low=low, ci_high=high,
-                  verdict=(SLOWER if record["ratio"] > 1.0 else FASTER) if clear else UNCLEAR,
+    clear, text = statistics.verdict(record["ratio"], low, high, min_effect, FASTER, SLOWER,
+                                     shift)
+    record.update(ci_low=low, ci_high=high, verdict=text if clear == "yes" else UNCLEAR,
                   interval=statistics.interval_kind(row["replicates_base"],
                                                     row["replicates_new"]))
-    if not clear:
+    if clear != "yes":
         record["note"] = (
             "interval includes 1" if not statistics.is_clear(low, high) else
             "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect)

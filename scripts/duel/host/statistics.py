@@ -164,10 +164,11 @@ def _not_ok(status, framework):
     return "%s %s" % (scopes.FRAMEWORK_NAMES[framework], scopes.status_label(status))
 
 
-def verdict(ratio, low, high, min_effect, faster_below, faster_above):
+def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0):
     """(clear, verdict) of a ratio and its interval: ``faster_below`` names the side that is
-    faster when the ratio is clearly below 1, ``faster_above`` when clearly above."""
-    if is_clear(low, high, ratio, min_effect):
+    faster when the ratio is clearly below 1, ``faster_above`` when clearly above; ``shift``:
+    the machine's own change between the two sides, which a clear change must exceed too."""
+    if is_beyond(low, high, ratio, equivalence_band(min_effect, shift)):
         return "yes", faster_below if ratio < 1.0 else faster_above
     if is_clear(low, high):
         return "no", "no clear difference of %g%% or more" % (100.0 * min_effect)

@@ -202,7 +202,8 @@ def test_a_machine_that_ran_at_another_speed_is_said_before_the_points(tmp_path)
         "THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around every "
         "point, on the cell's own cores) took 0.188 ms in base and 0.158 ms in new (new / base "
         "0.84): the machine or the cores each cell had changed, not only the software. Only "
-        "changes beyond 0.80-1.05 count (--no-machine-band: the minimum effect alone)."]
+        "changes beyond 0.80-1.05 count, and beyond the canary's change around a point where "
+        "that is larger (--no-machine-band: the minimum effect alone)."]
     assert compare.compare(base, same).warnings == []  # 3% apart: within the minimum effect
     unrecorded = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=4)))
     assert compare.compare(unrecorded, faster).warnings == []  # an older run: no canary
@@ -239,6 +240,64 @@ def test_a_change_within_the_machines_own_is_not_credited_to_the_software():
     assert plain.machine_shift == 1.0 and plain.exit_status == 1
     assert (plain.points["verdict"] == "slower").all()
     assert plain.warnings[0].endswith("The verdicts do not allow for it (--no-machine-band).")
+
+
+def slowed_at(seed, point, factor, canary_factor):
+    """A run on a machine at its usual speed (canary 0.160 ms) but for one point (framework,
+    batch, length): timed ``factor`` times slower while its canary ran ``canary_factor`` slower."""
+    rows = with_canary(synthetic_rows(seed=seed, slow={point: factor}), 0.160)
+    for row in rows:
+        if (row["framework"], row["batch_size"], row["seq_len"]) == point:
+            row["canary_before_ms"] *= canary_factor
+            row["canary_after_ms"] *= canary_factor
+    return compare.read_run_frame(pd.DataFrame(rows))
+
+
+@pytest.mark.unit
+def test_a_point_timed_while_the_machine_was_slow_is_judged_against_its_own_canary():
+    """The README's third A/A pair: the run's median canary moved 1.30x, but the canary around
+    the two points called slower moved 1.6-1.75x, as much as they did. A point whose own canary
+    ran 1.5x slower is not called 1.45x slower (the run-wide canary did not move); 2x slower it
+    still is; the same 1.45x on a point whose canary did not move is found."""
+    base = slowed_at(1, ("pytorch", 2, 128), 1.0, 1.0)
+    local = compare.compare(base, slowed_at(2, ("pytorch", 2, 128), 1.45, 1.5))
+    assert local.machine_shift == 1.0 and local.warnings == [] and local.exit_status == 0
+    point = by_point(local.points, "pytorch", 2, 128)
+    assert point["canary_ratio"] == pytest.approx(1.5)
+    assert (point["verdict"], point["note"]) == (
+        "no clear change", "within the machine's own change (canary x1.50)")
+    beyond = compare.compare(base, slowed_at(3, ("pytorch", 2, 128), 2.0, 1.5))
+    assert beyond.exit_status == 1
+    assert beyond.points.loc[beyond.points["verdict"] == "slower", "point"].tolist() == ["2x128"]
+    elsewhere = compare.compare(base, slowed_at(4, ("pytorch", 1, 8), 1.45, 1.0))
+    assert elsewhere.exit_status == 1
+    assert elsewhere.points.loc[elsewhere.points["verdict"] == "slower", "point"].tolist() == [
+        "1x8"]
+    plain = compare.compare(base, slowed_at(2, ("pytorch", 2, 128), 1.45, 1.5),
+                            machine_band=False)
+    assert plain.exit_status == 1
+
+
+@pytest.mark.unit
+def test_a_canary_timed_with_another_numpy_does_not_widen_the_band():
+    """Across eras (numpy 1.17 in the 2019 stack, 2.x today) the canary times the software as
+    well as the machine: a 25% slowdown with a 25% slower canary is then called slower, and a
+    line says why there is no band."""
+    base = uniformly_slower(1, 1.0, 0.160)
+    rows = with_canary(synthetic_rows(seed=2), 0.200)
+    for row in rows:
+        row["numpy_version"] = "1.17.4"
+        if row["status"] == "ok":
+            row["samples"] = [value * 1.25 for value in row["samples"]]
+            for name in ("mean", "median", "std", "min", "max", "p90"):
+                row[name] *= 1.25
+    result = compare.compare(base, compare.read_run_frame(pd.DataFrame(rows)))
+    assert result.machine_shift == 1.0 and result.exit_status == 1
+    assert (result.points["verdict"] == "slower").all()
+    assert result.points["canary_ratio"].isna().all()
+    assert result.warnings == [
+        "The canaries were timed with numpy 2.3.5 in base and 1.17.4 in new: their change is "
+        "not the machine's alone, so no machine band."]
 
 
 @pytest.mark.unit

@@ -16,9 +16,13 @@ A point is *clearly slower beyond the threshold* (what fails a CI job) when its 
 so its ratio) lies above 1 + threshold: statistics.is_clear with the threshold as the effect.
 
 The machine's own change counts too (``machine_band``, on by default): every point records a
-canary (a fixed numpy product on the cell's cores); where the two runs' canaries differ by more
-than the minimum effect (machine_shift: 0.91x and 1.30x between A/A runs here), a change must
-also lie beyond that shift (statistics.equivalence_band), and the first line says so.
+canary (a fixed numpy product on the cell's cores, timed just before and after it). Where the
+two runs' canaries differ by more than the minimum effect, over the whole run (machine_shift:
+0.91x and 1.30x between A/A runs here; the first line says so) or around one point (its
+replicates' canaries: point_canary; a machine slowed for minutes slows the points timed in
+them more than the run's median shows), a change must also lie beyond that shift: the band
+spans both (statistics.equivalence_band). A canary timed with another numpy (another era)
+measures the software too, so the band is used only where both sides had the same numpy.
 
 What changed between the runs is every environment column (contract.ENVIRONMENT, plus any
 column of either summary the contract does not know and that is constant within each process,
@@ -47,11 +51,11 @@ NEWLY_FAILING, NEWLY_OK, NOT_COMPARED = "newly failing", "newly ok", "not ok in 
 ONLY_BASE, ONLY_NEW = "only in base", "only in new"
 VERDICTS = (SLOWER, FASTER, UNCLEAR, NEWLY_FAILING, NEWLY_OK, NOT_COMPARED, ONLY_BASE, ONLY_NEW)
 SIDE_COLUMNS = ["status", "message", "reported_ms", "replicates", "replicate_samples",
-                "n_samples"]
+                "n_samples", "canary_ms", "canary_numpy"]
 POINT_COLUMNS = [
     "cell", "point", "statistic", "base_ms", "new_ms", "ratio", "ci_low", "ci_high",
     "interval", "replicates_base", "replicates_new", "n_base", "n_new", "min_effect",
-    "verdict", "note", "beyond_threshold", "status_base", "status_new"]
+    "canary_ratio", "verdict", "note", "beyond_threshold", "status_base", "status_new"]
 ENVIRONMENT_COLUMNS = ["column", "base", "new", "cells", "which"]
 
 Run = namedtuple("Run", "label path frame points")
@@ -124,7 +128,32 @@ def read_run_frame(frame, label="run", file="run"):
         raise CompareError("%s: its points cannot be read (%s)" % (file, _first_line(error)))
     points = points.reset_index(drop=True)
     points["reported_ms"] = [summary.reported_ms(row) for _, row in points.iterrows()]
+    points = points.merge(point_canary(frame), on=MATCH, how="left")
     return Run(label, file, frame, points)
+
+
+def _canary(frame):
+    """Each ok row's canary (ms): the mean of the canary timed before and after its point."""
+    ok = frame[frame["status"] == "ok"]
+    timed = pd.concat([pd.to_numeric(ok["canary_before_ms"], errors="coerce"),
+                       pd.to_numeric(ok["canary_after_ms"], errors="coerce")], axis=1)
+    return ok.assign(canary_ms=timed.mean(axis=1))
+
+
+def point_canary(frame):
+    """Per point (MATCH): the machine's speed around it, the median over its replicates of the
+    canary timed before and after it (``canary_ms``; absent in runs without a canary), and the
+    numpy that timed it (``canary_numpy``)."""
+    canary = _canary(frame).dropna(subset=["canary_ms"])
+    canary = canary.assign(canary_numpy=[_text(value) for value in canary["numpy_version"]])
+    return canary.groupby(MATCH, dropna=False).agg(
+        canary_ms=("canary_ms", "median"),
+        canary_numpy=("canary_numpy", lambda values: "; ".join(_distinct(values)))).reset_index()
+
+
+def canary_numpy(run):
+    """The numpy versions that timed a run's canaries, as one text ('' where none)."""
+    return "; ".join(_distinct(_canary(run.frame).dropna(subset=["canary_ms"])["numpy_version"]))
 
 
 def baseline_summary(path, own):
@@ -188,9 +217,10 @@ def _status_text(row, side):
 
 def judge(row, min_effect, threshold, confidence, resamples, seed, shift=1.0):
     """The verdict of one matched row (see VERDICTS) with its ratio and interval; ``shift``: the
-    machine's own change between the runs (machine_shift), which a change must exceed too."""
+    machine's own change between the runs (one ratio or several: over the run, around the
+    point), which a change must exceed too."""
     record = dict(ratio=None, ci_low=None, ci_high=None, interval=None, verdict=None, note=None,
-                  beyond_threshold=False)
+                  beyond_threshold=False, canary_ratio=canary_ratio(row))
     if row["_merge"] == "left_only":
         record["verdict"] = ONLY_BASE
         return record
@@ -222,16 +252,30 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=1.0):
             "interval includes 1" if not statistics.is_clear(low, high) else
             "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect)
             if not statistics.is_clear(low, high, record["ratio"], min_effect) else
-            "within the machine's own change (canary x%.2f)" % shift)
+            "within the machine's own change (canary x%.2f)" % _largest(shift))
     record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_beyond(
         low, high, record["ratio"], statistics.equivalence_band(threshold, shift)))
     return record
 
 
+def canary_ratio(row):
+    """new / base of the canary around one matched point (None where a side has none)."""
+    speeds = _side_value(row, "canary_ms_base"), _side_value(row, "canary_ms_new")
+    if None in speeds or row.get("canary_numpy_base") != row.get("canary_numpy_new"):
+        return None
+    return float(speeds[1]) / float(speeds[0])
+
+
+def _largest(shift):
+    """Of one or several machine shifts, the one furthest from 1."""
+    return max(np.atleast_1d(shift), key=lambda value: abs(np.log(value)))
+
+
 def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence, resamples,
-                     seed, shift=1.0):
+                     seed, shift=1.0, machine_band=True):
     """One row per point of either run (POINT_COLUMNS, plus the match keys and, for ignored
-    keys, each side's value)."""
+    keys, each side's value). With ``machine_band`` each point's band spans the run's machine
+    ``shift`` and the canary's change around the point itself (counted_shift)."""
     merged = _matched(base, new, keys, ignore)
     if not (merged["_merge"] == "both").any():
         raise CompareError(
@@ -249,7 +293,9 @@ def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
     for name in ("replicates", "n_samples"):
         for side in ("base", "new"):
             merged["%s_%s" % (name, side)] = merged["%s_%s" % (name, side)].fillna(0).astype(int)
-    judged = [judge(row, min_effect, threshold, confidence, resamples, seed, shift)
+    judged = [judge(row, min_effect, threshold, confidence, resamples, seed,
+                    (shift, counted_shift(canary_ratio(row), min_effect)) if machine_band
+                    else 1.0)
               for _, row in merged.iterrows()]
     for name in judged[0]:
         merged[name] = [record[name] for record in judged]
@@ -390,23 +436,29 @@ def started(run):
 def machine_speed(run):
     """A run's canary: the median over its ok points of the fixed numpy matrix product timed
     around each point (conditions.canary_ms), in ms; None where not recorded (older runs)."""
-    ok = run.frame[run.frame["status"] == "ok"]
-    canary = pd.concat([pd.to_numeric(ok["canary_before_ms"], errors="coerce"),
-                        pd.to_numeric(ok["canary_after_ms"], errors="coerce")]).dropna()
+    canary = _canary(run.frame)["canary_ms"].dropna()
     return float(canary.median()) if len(canary) else None
+
+
+def counted_shift(ratio, min_effect):
+    """A canary ratio new / base as a machine shift: the ratio where it lies beyond the minimum
+    effect, else 1.0 (also where it is unknown)."""
+    if ratio is None or not np.isfinite(ratio) or ratio <= 0:
+        return 1.0
+    below, above = statistics.equivalence_band(min_effect)
+    return 1.0 if below <= ratio <= above else float(ratio)
 
 
 def machine_shift(base, new, min_effect):
     """new / base of the two runs' canaries (machine_speed) where they differ by more than the
-    minimum effect, else 1.0 (also where either run has no canary). On a shared or cloud machine
-    whole runs shift by 10-30% between runs minutes apart; the canary, the same small workload
-    in every run on the cells' own cores, sees it, and such a shift lands on every point."""
+    minimum effect, else 1.0 (also where either run has no canary, or the runs' canaries were
+    timed with different numpy versions). On a shared or cloud machine whole runs shift by 10-30%
+    between runs minutes apart; the canary, the same small workload in every run on the cells'
+    own cores, sees it, and such a shift lands on every point."""
     speeds = machine_speed(base), machine_speed(new)
-    if None in speeds:
+    if None in speeds or canary_numpy(base) != canary_numpy(new):
         return 1.0
-    shift = speeds[1] / speeds[0]
-    below, above = statistics.equivalence_band(min_effect)
-    return 1.0 if below <= shift <= above else shift
+    return counted_shift(speeds[1] / speeds[0], min_effect)
 
 
 def machine_line(base, new, shift, min_effect, machine_band=True):
@@ -420,8 +472,9 @@ def machine_line(base, new, shift, min_effect, machine_band=True):
             "every point, on the cell's own cores) took %.3g ms in base and %.3g ms in new (new / "
             "base %.2f): the machine or the cores each cell had changed, not only the software. "
             % (machine_speed(base), machine_speed(new), shift)
-            + ("Only changes beyond %.2f-%.2f count (--no-machine-band: the minimum effect "
-               "alone)." % (below, above) if machine_band else
+            + ("Only changes beyond %.2f-%.2f count, and beyond the canary's change around a "
+               "point where that is larger (--no-machine-band: the minimum effect alone)."
+               % (below, above) if machine_band else
                "The verdicts do not allow for it (--no-machine-band)."))
 
 
@@ -443,6 +496,11 @@ def warnings_of(base, new, ignore, min_effect=statistics.MIN_EFFECT, shift=1.0,
     machine = machine_line(base, new, shift, min_effect, machine_band)
     if machine:
         lines.append(machine)
+    if None not in (machine_speed(base), machine_speed(new)) and (
+            canary_numpy(base) != canary_numpy(new)):
+        lines.append("The canaries were timed with numpy %s in base and %s in new: their change "
+                     "is not the machine's alone, so no machine band."
+                     % (canary_numpy(base), canary_numpy(new)))
     for name in ("era", "device", "precision"):
         if name in ignore and _differ(base, new, name):
             lines.append("ACROSS %sS: base %s, new %s (matched on everything but the %s)."
@@ -475,7 +533,7 @@ def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=No
     moved = machine_shift(base, new, min_effect)
     shift = moved if machine_band else 1.0
     points = point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
-                              resamples, seed, shift)
+                              resamples, seed, shift, machine_band)
     failing = points["beyond_threshold"].any() or (
         fail_on_new_failures and (points["verdict"] == NEWLY_FAILING).any())
     return Comparison(base, new, ignore, keys, min_effect, threshold, confidence, points,

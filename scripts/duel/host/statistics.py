@@ -136,9 +136,11 @@ def interval_kind(replicates_a, replicates_b):
 
 def equivalence_band(min_effect, shift=1.0):
     """(below, above): the ratios too close to 1 to call a difference: within ``min_effect``
-    of 1 and, where the whole machine ran ``shift`` times slower (or faster) between the two
-    sides, within min_effect of that shift too."""
-    return (min(1.0, shift) / (1.0 + min_effect), max(1.0, shift) * (1.0 + min_effect))
+    of 1 and, where the machine ran ``shift`` times slower (or faster) between the two sides,
+    within min_effect of that shift too (``shift`` may be several ratios: the band spans them
+    all, e.g. the machine's change over the whole run and around one point)."""
+    shifts = [1.0] + [float(value) for value in np.atleast_1d(shift)]
+    return (min(shifts) / (1.0 + min_effect), max(shifts) * (1.0 + min_effect))
 
 
 def is_beyond(low, high, ratio, band):

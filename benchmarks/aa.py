@@ -12,17 +12,25 @@ then reports, from the two merged tables alone:
   clear in opposite directions (the failure a verdict must never have);
 - the canary (conditions.canary_ms): whether normalising each replicate's figure by the canary
   measured around its points, or leaving out points whose canary moved by more than 10%,
-  narrows the A/A spread (it is kept in the method only if it does).
+  narrows the A/A spread (it is kept in the method only if it does);
+- compare_runs from run A to run B (the issue's target: at least 95% "no clear change" and exit
+  0): with the machine band as it is (the run's canary and each point's), with the run's canary
+  alone (the band before 2026-12-01 evening), and without a band.
+
+``--neighbour ON OFF`` disturbs run B on purpose: a busy loop on the last CPU the cells use, busy
+for ON seconds of every ON + OFF (a noisy neighbour that comes and goes, as on a shared host).
 
     .venv/bin/python benchmarks/aa.py --output /tmp/aa            # default grid, twice
     .venv/bin/python benchmarks/aa.py --output /tmp/aa --config 'replicates=1'
     .venv/bin/python benchmarks/aa.py --analyse /tmp/aa/run-a /tmp/aa/run-b   # no new runs
+    .venv/bin/python benchmarks/aa.py --output /tmp/aa5 --neighbour 20 60      # B disturbed
 
 Each run's wall time and the load average around it are recorded: the default run's time is
 the README's set-up figure. Writes ``aa.json`` in the output folder and prints a summary.
 """
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -36,7 +44,7 @@ CHECKOUT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import contract  # noqa: E402
-from duel.host import replicates, statistics, summary  # noqa: E402
+from duel.host import compare, replicates, statistics, summary  # noqa: E402
 
 IDENTITY = replicates.POINT_IDENTITY
 CANARY_MOVED = 1.10
@@ -57,6 +65,48 @@ def run_workflow(folder, extra_config, configfile):
         subprocess.run(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, check=True)
     return {"wall_s": time.time() - started, "load_before": load_before,
             "load_after": os.getloadavg()}
+
+
+def busy_neighbour(cpu, on_s, off_s):
+    """Keep ``cpu`` busy for ``on_s`` seconds of every ``on_s + off_s``, until terminated."""
+    os.sched_setaffinity(0, {cpu})
+    while True:
+        until = time.time() + on_s
+        while time.time() < until:
+            pass
+        time.sleep(off_s)
+
+
+def run_disturbed(folder, extra_config, configfile, on_s, off_s):
+    """run_workflow with busy_neighbour on the highest CPU this process may use."""
+    cpu = max(os.sched_getaffinity(0))
+    neighbour = multiprocessing.Process(target=busy_neighbour, args=(cpu, on_s, off_s),
+                                        daemon=True)
+    neighbour.start()
+    try:
+        result = run_workflow(folder, extra_config, configfile)
+    finally:
+        neighbour.terminate()
+        neighbour.join()
+    result["neighbour"] = {"cpu": cpu, "busy_s": on_s, "idle_s": off_s}
+    return result
+
+
+def comparison_figures(folder_a, folder_b):
+    """compare_runs A -> B: verdict counts and exit status with the machine band (the run's and
+    each point's canary), with the run's canary alone, and without a band."""
+    base, new = (compare.read_run(folder) for folder in (folder_a, folder_b))
+    run_only = [run._replace(points=run.points.assign(canary_ms=np.nan)) for run in (base, new)]
+    figures = {}
+    for name, (left, right, band) in (("machine_band", (base, new, True)),
+                                      ("run_canary_only", (run_only[0], run_only[1], True)),
+                                      ("no_machine_band", (base, new, False))):
+        result = compare.compare(left, right, machine_band=band)
+        counts = result.points["verdict"].value_counts()
+        figures[name] = {verdict: int(count) for verdict, count in counts.items()}
+        figures[name].update({"of": int(len(result.points)), "exit": result.exit_status,
+                              "canary_shift": round(float(result.machine_shift), 3)})
+    return figures
 
 
 def read_run(folder):
@@ -131,6 +181,7 @@ def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
         "clear_b": int((compared["clear_b"] == "yes").sum()),
         "pt_tf_ratio_b_over_a": spread(compared["ratio_b"] / compared["ratio_a"]),
     }
+    result["compare_runs_a_b"] = comparison_figures(folder_a, folder_b)
     return result
 
 
@@ -141,6 +192,9 @@ def main(argv=None):
     parser.add_argument("--config", nargs="*", default=[], help="key=value overrides")
     parser.add_argument("--analyse", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="analyse two finished run folders instead of running")
+    parser.add_argument("--neighbour", nargs=2, type=float, metavar=("ON_S", "OFF_S"),
+                        help="disturb run B: a busy loop on the last CPU, ON_S of every "
+                             "ON_S + OFF_S seconds")
     args = parser.parse_args(argv)
     if args.analyse:
         folder_a, folder_b = args.analyse
@@ -151,7 +205,8 @@ def main(argv=None):
             parser.error("--output is required unless --analyse is given")
         folder_a, folder_b = (os.path.join(args.output, name) for name in ("run-a", "run-b"))
         runs = {"a": run_workflow(folder_a, args.config, args.configfile)}
-        runs["b"] = run_workflow(folder_b, args.config, args.configfile)
+        runs["b"] = (run_disturbed(folder_b, args.config, args.configfile, *args.neighbour)
+                     if args.neighbour else run_workflow(folder_b, args.config, args.configfile))
         output = args.output
     result = analyse(folder_a, folder_b)
     result["runs"] = runs

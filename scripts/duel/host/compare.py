@@ -133,17 +133,19 @@ def read_run_frame(frame, label="run", file="run"):
 
 
 def _canary(frame):
-    """Each ok row's canary (ms): the mean of the canary timed before and after its point."""
+    """Every canary timing of a run's ok points (``canary_ms``: the one before and the one after
+    each point, two rows per point and replicate), with the point's keys and numpy version."""
     ok = frame[frame["status"] == "ok"]
-    timed = pd.concat([pd.to_numeric(ok["canary_before_ms"], errors="coerce"),
-                       pd.to_numeric(ok["canary_after_ms"], errors="coerce")], axis=1)
-    return ok.assign(canary_ms=timed.mean(axis=1))
+    timings = [ok[MATCH + ["numpy_version"]].assign(
+        canary_ms=pd.to_numeric(ok[name], errors="coerce"))
+        for name in ("canary_before_ms", "canary_after_ms")]
+    return pd.concat(timings, ignore_index=True)
 
 
 def point_canary(frame):
-    """Per point (MATCH): the machine's speed around it, the median over its replicates of the
-    canary timed before and after it (``canary_ms``; absent in runs without a canary), and the
-    numpy that timed it (``canary_numpy``)."""
+    """Per point (MATCH): the machine's speed around it, the median of every canary timed
+    before and after it in any replicate (``canary_ms``; absent in runs without a canary), and
+    the numpy that timed it (``canary_numpy``)."""
     canary = _canary(frame).dropna(subset=["canary_ms"])
     canary = canary.assign(canary_numpy=[_text(value) for value in canary["numpy_version"]])
     return canary.groupby(MATCH, dropna=False).agg(

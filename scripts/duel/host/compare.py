@@ -217,12 +217,13 @@ def _status_text(row, side):
     return "%s %s%s" % (side, status, ": %s" % message if message else "")
 
 
-def judge(row, min_effect, threshold, confidence, resamples, seed, shift=1.0):
+def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
     """The verdict of one matched row (see VERDICTS) with its ratio and interval; ``shift``: the
-    machine's own change between the runs (one ratio or several: over the run, around the
-    point), which a change must exceed too."""
+    machine's own change over the run (machine_shift), which a change must exceed too, as it
+    must the canary's change around the point; None: no machine band."""
     record = dict(ratio=None, ci_low=None, ci_high=None, interval=None, verdict=None, note=None,
                   beyond_threshold=False, canary_ratio=canary_ratio(row))
+    shift = 1.0 if shift is None else (shift, counted_shift(record["canary_ratio"], min_effect))
     if row["_merge"] == "left_only":
         record["verdict"] = ONLY_BASE
         return record
@@ -274,10 +275,9 @@ def _largest(shift):
 
 
 def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence, resamples,
-                     seed, shift=1.0, machine_band=True):
+                     seed, shift=None):
     """One row per point of either run (POINT_COLUMNS, plus the match keys and, for ignored
-    keys, each side's value). With ``machine_band`` each point's band spans the run's machine
-    ``shift`` and the canary's change around the point itself (counted_shift)."""
+    keys, each side's value). ``shift``: the run's machine shift, None for no machine band."""
     merged = _matched(base, new, keys, ignore)
     if not (merged["_merge"] == "both").any():
         raise CompareError(
@@ -295,9 +295,7 @@ def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
     for name in ("replicates", "n_samples"):
         for side in ("base", "new"):
             merged["%s_%s" % (name, side)] = merged["%s_%s" % (name, side)].fillna(0).astype(int)
-    judged = [judge(row, min_effect, threshold, confidence, resamples, seed,
-                    (shift, counted_shift(canary_ratio(row), min_effect)) if machine_band
-                    else 1.0)
+    judged = [judge(row, min_effect, threshold, confidence, resamples, seed, shift)
               for _, row in merged.iterrows()]
     for name in judged[0]:
         merged[name] = [record[name] for record in judged]
@@ -533,14 +531,14 @@ def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=No
     _check_unique(base, "base", keys, ignore)
     _check_unique(new, "new", keys, ignore)
     moved = machine_shift(base, new, min_effect)
-    shift = moved if machine_band else 1.0
     points = point_comparison(base, new, keys, ignore, min_effect, threshold, confidence,
-                              resamples, seed, shift, machine_band)
+                              resamples, seed, moved if machine_band else None)
     failing = points["beyond_threshold"].any() or (
         fail_on_new_failures and (points["verdict"] == NEWLY_FAILING).any())
     return Comparison(base, new, ignore, keys, min_effect, threshold, confidence, points,
                       environment_differences(base, new, ignore),
-                      warnings_of(base, new, ignore, min_effect, moved, machine_band), shift,
+                      warnings_of(base, new, ignore, min_effect, moved, machine_band),
+                      moved if machine_band else 1.0,
                       1 if failing else 0)
 
 

@@ -1,13 +1,13 @@
 """A Docker engine for the tests: the one that answers, or a private dockerd started here.
 
 Machines without a running engine (these, and CI) get Debian's docker.io and debootstrap
-installed with apt-get when missing, and a dockerd of their own: its socket, exec root and pid
-file in a fresh temporary folder, its data root in a cache folder (DUEL_TEST_DOCKER_ROOT, default
-~/.cache/duel-tests/docker) so that the locally made base image and the layers of the test image
-are reused by later runs on the same machine; a lock file keeps two test runs from sharing one
-data root at once. No bridge network and no iptables rules: builds use the host's network,
-cells run with none. The engine is stopped by its process id when the tests end; what cannot be
-installed or started fails the tests with the reason.
+installed when missing (tests/debian_packages.py), and a dockerd of their own: its socket, exec
+root and pid file in a fresh temporary folder, its data root in a cache folder
+(DUEL_TEST_DOCKER_ROOT, default ~/.cache/duel-tests/docker) so that the locally made base image
+and the layers of the test image are reused by later runs on the same machine; a lock file keeps
+two test runs from sharing one data root at once. No bridge network and no iptables rules: builds
+use the host's network, cells run with none. The engine is stopped by its process id when the
+tests end; what cannot be installed or started fails the tests with the reason.
 """
 import fcntl
 import os
@@ -17,7 +17,9 @@ import subprocess
 import tempfile
 import time
 
-PACKAGES = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
+import debian_packages
+
+PACKAGES = {"docker": "docker.io", "dockerd": "docker.io", "debootstrap": "debootstrap"}
 START_TIMEOUT_S = 90
 LOCK_TIMEOUT_S = 1200
 
@@ -36,20 +38,11 @@ def answers(env):
 
 
 def install_missing(log):
-    """apt-get install what is missing of docker.io and debootstrap."""
-    missing = [package for command, package in PACKAGES.items() if shutil.which(command) is None]
-    if not missing:
-        return
-    if shutil.which("apt-get") is None:
-        raise EngineError("%s missing and no apt-get to install them" % ", ".join(missing))
-    environment = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (["dpkg", "--configure", "-a"],  # an install interrupted by an earlier run
-                    ["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing):
-        result = subprocess.run(command, env=environment, stdout=log, stderr=subprocess.STDOUT)
-        if result.returncode != 0:
-            raise EngineError("`%s` failed (status %d); see %s"
-                              % (" ".join(command), result.returncode, log.name))
+    """Install what is missing of docker.io and debootstrap (one apt user at a time)."""
+    try:
+        debian_packages.ensure(PACKAGES, log=log)
+    except debian_packages.PackageError as error:
+        raise EngineError(str(error)) from error
 
 
 def unmount_below(folder):
@@ -82,8 +75,6 @@ class Engine:
         self.stop()
 
     def start(self):
-        if shutil.which("docker") is None:
-            raise EngineError("no docker client on PATH")
         with open(self.log_path, "a") as log:
             install_missing(log)
         if answers(self.env):  # an engine that is already running (DOCKER_HOST or the default)

@@ -7,14 +7,17 @@ its own record of finished jobs in a job-completion file (``jobcomp/filetxt``), 
 ``Cluster.completed_jobs``.
 """
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import time
 
-PACKAGES = ("slurm-wlm", "munge")
-PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo")
+import debian_packages
+
+# {program the tests run: the Debian package that has it}
+PACKAGES = {"munged": "munge", "mungekey": "munge", "slurmctld": "slurm-wlm",
+            "slurmd": "slurm-wlm", "sbatch": "slurm-wlm", "squeue": "slurm-wlm",
+            "scancel": "slurm-wlm", "sinfo": "slurm-wlm"}
 NODE = "duelnode"
 PARTITION = "duel"
 
@@ -23,20 +26,13 @@ class ClusterError(RuntimeError):
     """The cluster could not be installed or started; the message says why."""
 
 
-def install_packages(timeout=600):
-    """Install slurm-wlm and munge with apt where a program is missing (the tests run as root)."""
-    if all(shutil.which(program) for program in PROGRAMS):
-        return
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends"] + list(PACKAGES)
-    result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=timeout)
-    if result.returncode != 0:  # no package lists yet: fetch them once, then try again
-        subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=timeout)
-        result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=timeout)
-    missing = [program for program in PROGRAMS if not shutil.which(program)]
-    if result.returncode != 0 or missing:
-        raise ClusterError("could not install %s (missing: %s):\n%s"
-                           % (" ".join(PACKAGES), " ".join(missing), result.stderr[-3000:]))
+def install_packages(timeout=debian_packages.TIMEOUT_S):
+    """Install slurm-wlm and munge where a program is missing (one apt user at a time)."""
+    try:
+        debian_packages.ensure(PACKAGES, timeout=timeout)
+    except debian_packages.PackageError as error:
+        raise ClusterError("could not install %s: %s"
+                           % (" ".join(sorted(set(PACKAGES.values()))), error)) from error
 
 
 def free_port():

@@ -170,7 +170,8 @@ def test_shard_and_log_paths_follow_the_identity():
 def test_rounds_come_first_in_the_planned_order():
     config = {"eras": ["current"], "devices": ["cpu"], "frameworks": ["pytorch", "tensorflow"],
               "modes": {"pytorch": ["eager"], "tensorflow": ["function"]}, "models": ["gpt2"],
-              "replicates": 3, "runner": "native"}
+              "replicates": 3, "runner": "native", "batch_sizes": [1], "sequence_lengths": [8],
+              "method": "duel", "duel": {"max_samples": 10}}
     cells = plan.plan_cells(config, os.path.dirname(os.path.dirname(__file__)))
     assert [cell.replicate for cell in cells] == [1, 1, 2, 2, 3, 3]
 

@@ -93,10 +93,17 @@ def test_the_first_call_stays_out_of_the_samples_even_without_warm_up():
 
 
 def test_duel_runs_at_least_min_time():
-    settings = timing.DuelSettings(0, 2, 0.1, 10000, 10.0)
-    measurement = timing.time_duel(busy_wait(1.0), settings=settings)
-    assert sum(measurement.samples_ms) >= 100.0
-    assert len(measurement.samples_ms) < 150
+    """On a clock that each call moves by exactly 1/1024 s: sampling stops at the first sample
+    at which min_time_s (100 such calls) has passed, not one sooner and not one later."""
+    now = [0.0]
+
+    def call():
+        now[0] += 2.0 ** -10
+
+    settings = timing.DuelSettings(0, 2, 100 * 2.0 ** -10, 10000, 10.0)
+    measurement = timing.time_duel(call, settings=settings, clock=lambda: now[0])
+    assert len(measurement.samples_ms) == 100
+    assert set(measurement.samples_ms) == {1000.0 * 2.0 ** -10}
 
 
 def test_duel_stops_at_max_samples_and_at_max_time():

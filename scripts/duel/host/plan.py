@@ -6,12 +6,14 @@ environment and each device exists here, and that a docker or apptainer runner h
 and every image it will need. Every refusal names the key and the bad value, and happens while
 Snakemake plans, before any job starts.
 """
+import collections
 import json
 import os
 import shutil
 import sys
 
-from duel.cell import contract
+from duel.cell import contract, flops, models
+from duel.cell.adapters import deployed
 
 from . import deployment
 from . import eras as era_envs
@@ -137,22 +139,56 @@ def model_config_path(models_dir, model):
     return os.path.join(models_dir, model + ".json")
 
 
-def check_models(models, models_dir):
-    """Every model needs ``<models_dir>/<model>.json`` naming the same model."""
+def read_model_config(path, model):
+    """The model's architecture file as a ModelSpec, or a PlanError naming the file and what is
+    wrong with it: not JSON, not a model of a known family, or without a key planning reads."""
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except ValueError as error:  # json.JSONDecodeError, or bytes that are not UTF-8
+        raise PlanError("%s: not valid JSON (%s); fix the file, or drop model %r from config "
+                        "key 'models'" % (path, error, model))
+    if not isinstance(document, dict):
+        raise PlanError("%s: a model config is a JSON object with name, family and "
+                        "architecture, not a JSON %s" % (path, type(document).__name__))
+    family = document.get("family")
+    if family not in models.FAMILIES:
+        raise PlanError("%s: 'family' is %r, not a known model family (known: %s)"
+                        % (path, family, ", ".join(sorted(models.FAMILIES))))
+    if document.get("name") != model:
+        raise PlanError("%s names model %r, expected %r" % (path, document.get("name"), model))
+    architecture = document.get("architecture")
+    if not isinstance(architecture, dict):
+        raise PlanError("%s: no 'architecture' object (the checkpoint's config.json "
+                        "hyper-parameters)" % path)
+    needed = flops.DIMENSIONS[family][:2] + ("vocab_size",)
+    missing = [key for key in needed if not isinstance(architecture.get(key), int)
+               or isinstance(architecture.get(key), bool) or architecture[key] < 1]
+    if missing:
+        raise PlanError("%s: 'architecture' lacks %s (a positive integer each, read for a %s "
+                        "model's memory, FLOPs and inputs)" % (path, ", ".join(missing), family))
+    return models.ModelSpec(document["name"], family, document.get("max_sequence_length"),
+                            architecture)
+
+
+def check_models(model_names, models_dir):
+    """Every model needs ``<models_dir>/<model>.json``, a config of a known family naming the
+    same model: {model: ModelSpec}."""
+    if not os.path.isdir(models_dir):
+        raise PlanError("config key 'models_dir': %s is not a folder" % models_dir)
     available = sorted(
         name[: -len(".json")] for name in os.listdir(models_dir) if name.endswith(".json")
     )
-    for model in models:
+    specs = {}
+    for model in model_names:
         path = model_config_path(models_dir, model)
         if not os.path.isfile(path):
             raise PlanError(
                 "config key 'models': unknown model %r (no file %s). Known models: %s"
                 % (model, path, ", ".join(available))
             )
-        with open(path) as handle:
-            named = json.load(handle).get("name")
-        if named != model:
-            raise PlanError("%s names model %r, expected %r" % (path, named, model))
+        specs[model] = read_model_config(path, model)
+    return specs
 
 
 def check_eras(config, checkout):
@@ -278,13 +314,17 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
     if probe:
         check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
-    check_models(config["models"], resolve_models_dir(config, checkout))
+    specs = check_models(config["models"], resolve_models_dir(config, checkout))
     try:  # before the runner's checks: with docker or apptainer this is the reason to give
         deployment.check(config)
     except deployment.DeploymentError as error:
         raise PlanError(str(error))
     if probe:
         check_runner(config, checkout, apptainer_enabled)
+    size = count_plan(config)
+    check_plan_size(size, config.get("max_jobs", DEFAULT_MAX_JOBS))
+    if probe:
+        check_disk(estimate_disk_bytes(config, specs, "results"), "results")
     return [
         Cell(era, device, framework, mode, precision, task, model, replicate)
         for replicate in range(1, config.get("replicates", 1) + 1)
@@ -302,21 +342,127 @@ def shard_path(cell):
     return SHARD_PATTERN.format(**cell._asdict())
 
 
-def estimate_mem_mb(architecture, batch_size, seq_len, training=False):
+def parameters(spec):
+    """About how many weights the bare model has: vocab x hidden + 12 x layers x hidden^2
+    (embeddings and transformer blocks), from the family's dimension keys (flops.DIMENSIONS)."""
+    hidden_key, layers_key, _ = flops.DIMENSIONS[spec.family]
+    hidden = spec.architecture[hidden_key]
+    return spec.architecture["vocab_size"] * hidden + \
+        12 * spec.architecture[layers_key] * hidden * hidden
+
+
+def estimate_mem_mb(spec, batch_size, seq_len, training=False):
     """A generous memory estimate for a cell (MB), for schedulers: weights, activations, runtime.
 
-    Parameters ~ vocab x hidden + 12 x layers x hidden^2 (embeddings + transformer blocks); the
-    weights are counted three times over (model, framework copies, autograd in hf2019 mode), the
-    activations as 30 hidden-sized tensors per layer, plus 2 GB for the runtime itself. Training
-    adds gradients and Adam's two moments (three more copies of the weights) and keeps every
-    activation for the backward pass (counted twice).
+    The weights are counted three times over (model, framework copies, autograd in timeit
+    mode), the activations as 30 hidden-sized tensors per layer, plus 2 GB for the runtime
+    itself. Training adds gradients and Adam's two moments (three more copies of the weights)
+    and keeps every activation for the backward pass (counted twice).
     """
-    pick = lambda *keys: next((architecture[key] for key in keys if architecture.get(key)), 0)
-    hidden = pick("hidden_size", "n_embd", "dim", "d_model", "emb_dim")
-    layers = pick("num_hidden_layers", "n_layer", "n_layers")
-    vocab = pick("vocab_size")
-    parameters = vocab * hidden + 12 * layers * hidden * hidden
+    hidden_key, layers_key, _ = flops.DIMENSIONS[spec.family]
+    hidden, layers = spec.architecture[hidden_key], spec.architecture[layers_key]
+    vocab = spec.architecture["vocab_size"]
+    weights = parameters(spec)
     activations = 30 * layers * batch_size * seq_len * hidden
     if training:
-        parameters, activations = 2 * parameters, 2 * activations + batch_size * seq_len * vocab
-    return int(2048 + (3 * parameters + activations) * 4 / 2**20)
+        weights, activations = 2 * weights, 2 * activations + batch_size * seq_len * vocab
+    return int(2048 + (3 * weights + activations) * 4 / 2**20)
+
+
+# How many jobs one run may plan unless config key max_jobs says more: far above any grid in
+# config/, far below what makes Snakemake's planning take minutes and gigabytes.
+DEFAULT_MAX_JOBS = 5000
+
+PlanSize = collections.namedtuple("PlanSize", "cells replicates jobs references exports points")
+
+
+def count_plan(config):
+    """Jobs and points a config makes, counted before any cell or job exists: cells x
+    replicates, one reference per era, model and kind of weights, one export per deployed
+    artifact, and every point (batch sizes x lengths x methods) of every cell process."""
+    modes = [mode for framework in config["frameworks"]
+             for mode in config["modes"].get(framework, [])]
+    tasks = config.get("tasks", ["inference"])
+    per_task = len(config["eras"]) * len(config["devices"]) * len(modes) * \
+        len(config.get("precisions", ["fp32"])) * len(config["models"])
+    replicates = config.get("replicates", 1)
+    methods = len(as_list(config.get("method", ["duel"])))
+    points = 0
+    for task in tasks:
+        batch_sizes, lengths = task_grid(config, task)
+        points += per_task * replicates * len(batch_sizes) * len(lengths) * methods
+    references = len(config["eras"]) * len(config["models"]) * len(set(tasks))
+    formats = {deployed.artifact_format(mode) for mode in modes if deployed.is_deployed(mode)}
+    exports = len(config["eras"]) * len(config["devices"]) * len(formats) * len(config["models"])
+    cells = per_task * len(tasks)
+    jobs = cells * replicates + references + exports
+    return PlanSize(cells, replicates, jobs, references, exports, points)
+
+
+def check_plan_size(size, limit):
+    """Refuse a plan of more jobs than ``limit`` before Snakemake builds its graph (a typo such
+    as replicates=100000 would otherwise plan for minutes in gigabytes of memory)."""
+    if size.jobs > limit:
+        raise PlanError(
+            "this config makes %d jobs (%d cells x %d replicates, %d references, %d exports; "
+            "%d points), more than config key 'max_jobs' allows (%d): shrink the grid or "
+            "replicates, or raise max_jobs if you mean it"
+            % (size.jobs, size.cells, size.replicates, size.references, size.exports,
+               size.points, limit))
+
+
+# What a run writes besides weights: a shard row holds every sample (8 bytes each) and about
+# 2 KB of identity, outcome and environment columns.
+ROW_BYTES = 2048
+SAMPLE_BYTES = 8
+WEIGHT_BYTES = 4  # fp32
+
+
+def estimate_disk_bytes(config, specs, results_dir):
+    """What the run will write under ``results_dir`` that is not there yet, in bytes, by part:
+    the references (each model's weights in both frameworks, once per era and kind), the
+    exported artifacts (a TorchScript file per shape, one SavedModel), and the shards."""
+    tasks = sorted(set(config.get("tasks", ["inference"])))
+    references = 0
+    for era in config["eras"]:
+        for model, spec in specs.items():
+            for task in tasks:
+                manifest = os.path.join(results_dir, "reference", era, model,
+                                        "training.json" if task == "training"
+                                        else "reference.json")
+                if not os.path.exists(manifest):
+                    references += 2 * parameters(spec) * WEIGHT_BYTES
+    modes = [mode for framework in config["frameworks"]
+             for mode in config["modes"].get(framework, [])]
+    batch_sizes, lengths = task_grid(config, "inference")
+    artifacts = 0
+    for mode_format in {deployed.artifact_format(mode) for mode in modes
+                        if deployed.is_deployed(mode)}:
+        copies = len(batch_sizes) * len(lengths) if mode_format == "torchscript" else 1
+        artifacts += sum(copies * parameters(spec) * WEIGHT_BYTES for spec in specs.values()) * \
+            len(config["eras"]) * len(config["devices"])
+    samples = config["duel"]["max_samples"] if "duel" in as_list(config["method"]) else 0
+    samples = max(samples, config.get("timeit", {}).get("repeat", 0))
+    shards = count_plan(config).points * (ROW_BYTES + SAMPLE_BYTES * samples)
+    return collections.OrderedDict(
+        [("references", references), ("artifacts", artifacts), ("shards", shards)])
+
+
+def check_disk(parts, results_dir):
+    """Refuse, before any job, a run whose disk cannot hold what it will write."""
+    folder = os.path.abspath(results_dir)
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    free = shutil.disk_usage(folder).free
+    needed = sum(parts.values())
+    if needed > free:
+        raise PlanError(
+            "this run would write about %s under %s (%s), and that disk has %s free: free "
+            "space there, or run a smaller grid"
+            % (_size(needed), os.path.abspath(results_dir),
+               ", ".join("%s %s" % (name, _size(value)) for name, value in parts.items()),
+               _size(free)))
+
+
+def _size(count):
+    return "%.1f GB" % (count / 1e9) if count >= 1e9 else "%.1f MB" % (count / 1e6)

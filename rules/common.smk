@@ -1,6 +1,5 @@
 # Config validation and cell planning: everything here runs before any job is scheduled.
 import functools
-import json
 import os
 import sys
 
@@ -19,7 +18,9 @@ from duel.host import (
     drift,
     eras,
     images,
+    outcome,
     plan,
+    references,
     resources,
     runs,
 )
@@ -65,6 +66,24 @@ RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "run_in_docker.py")
 REFERENCE = "results/reference/{era}/{model}/reference.json"
 TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
 RUNNER = config["runner"]
+
+
+def check_references():
+    """The references on disk against what their jobs recorded (duel/host/references.py):
+    refused while planning, since a cell that read a damaged one would replace its good shard.
+    """
+    kinds = {"inference": REFERENCE, "training": TRAINING_WEIGHTS}
+    for era in config["eras"]:
+        for model in config["models"]:
+            for task in config["tasks"]:
+                try:
+                    references.check(kinds[task].format(era=era, model=model))
+                except references.ReferenceMismatch as error:
+                    raise WorkflowError(str(error))
+
+
+if MAIN_PROCESS:
+    check_references()
 EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "export_artifacts.py")
 BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "build_runner.py")
 NATIVE_SOURCES = sorted(
@@ -224,12 +243,13 @@ def model_config(wildcards):
 
 
 def cell_mem_mb(wildcards):
-    with open(model_config(wildcards)) as handle:
-        architecture = json.load(handle)["architecture"]
     task = getattr(wildcards, "task", "inference")
     batch_sizes, sequence_lengths = plan.task_grid(config, task)
     return plan.estimate_mem_mb(
-        architecture, max(batch_sizes), max(sequence_lengths), task == "training"
+        models.load_model_spec(model_config(wildcards)),
+        max(batch_sizes),
+        max(sequence_lengths),
+        task == "training",
     )
 
 
@@ -372,6 +392,7 @@ onstart:
 
 onsuccess:
     record_run_end("success")
+    say_outcome()
 
 
 onerror:
@@ -402,6 +423,13 @@ def record_run_start():
             shard_paths(),
         )
     )
+
+
+def say_outcome():
+    """The run's end-of-run lines (duel/host/outcome.py) on the console."""
+    if workflow.is_main_process and not workflow.dryrun:
+        for line in outcome.lines_of_run(shard_paths()):
+            print(line, file=sys.stderr)
 
 
 def record_run_end(status):

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.host import history, runs, spreadsheet, summary  # noqa: E402
+from duel.host import history, outcome, runs, spreadsheet, summary  # noqa: E402
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):
@@ -12,8 +12,9 @@ def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect)
     summary.write_outputs(frame, parquet_path, csv_path)
     spreadsheet.write_workbook(frame, xlsx_path, min_effect)
     history.write_2019_csvs(frame, csv_2019_folder)
-    counts = frame["status"].value_counts().to_dict()
-    print("merged %d shards, %d points: %s" % (len(shards), len(frame), counts))
+    print("merged %d shards" % len(shards))
+    for line in outcome.lines(frame):
+        print(line)
     missing = runs.shards_without_manifest(shards, os.path.dirname(parquet_path))
     if missing:  # old runs merge as before; only a rebuild needs the manifest
         print("%d shards have no run manifest (%s/*/manifest.json; made before runs recorded "

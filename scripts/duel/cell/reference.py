@@ -84,8 +84,10 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
             pytorch_dir, from_pt=True
         )
         tensorflow_model.save_pretrained(tensorflow_dir)
+    parts = ["pytorch", "tensorflow"] + [os.path.basename(reference_path(folder, length))
+                                         for length in made]
     return write_manifest(folder, "reference.json", {"model": spec.name, "seed": seed,
-                                                     "lengths": made, "failed": failed})
+                                                     "lengths": made, "failed": failed}, parts)
 
 
 def _tensorflow(log=None):
@@ -122,16 +124,35 @@ def make_training_weights(spec, seed, folder, log=sys.stderr):
         compat.model_class(family.tensorflow_lm_class).from_pretrained(
             pytorch_dir, from_pt=True).save_pretrained(tensorflow_dir)
     return write_manifest(folder, "training.json", {"model": spec.name, "seed": seed,
-                                                    "heads": family.pytorch_lm_class})
+                                                    "heads": family.pytorch_lm_class},
+                          ["pytorch-lm", "tensorflow-lm"])
 
 
-def write_manifest(folder, name, manifest):
-    """Write ``name`` in ``folder`` last and atomically, with the versions that made it."""
+def write_manifest(folder, name, manifest, parts):
+    """Write ``name`` in ``folder`` last and atomically, with the versions that made it and the
+    size, modification time and SHA-256 of every file under ``parts`` (paths in ``folder``):
+    planning checks them before any cell reads these files (duel/host/references.py)."""
     import torch
 
     tf = _tensorflow()
     manifest = dict(manifest, torch=torch.__version__,
                     tensorflow=tf.__version__ if tf is not None else None,
-                    transformers=compat.transformers_version())
+                    transformers=compat.transformers_version(),
+                    files=describe_files(folder, parts))
     files.write_json(os.path.join(folder, name), manifest)
     return manifest
+
+
+def describe_files(folder, parts):
+    """{path in ``folder``: {size, mtime_ns, sha256}} of every file under each of ``parts``."""
+    described = {}
+    for part in parts:
+        top = os.path.join(folder, part)
+        paths = [top] if os.path.isfile(top) else [
+            os.path.join(root, name) for root, _, names in os.walk(top) for name in names]
+        for path in sorted(paths):
+            status = os.stat(path)
+            described[os.path.relpath(path, folder)] = {
+                "size": status.st_size, "mtime_ns": status.st_mtime_ns,
+                "sha256": files.file_sha256(path)}
+    return described

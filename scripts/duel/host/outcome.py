@@ -1,0 +1,53 @@
+"""What a finished run says at its end, on the console and in the merge log: one home for it.
+
+A failed point is data (a row with its status and message), so a run whose points failed still
+ends well for Snakemake; these lines make sure it never ends silent. ``lines`` reads the merged
+table; the workflow's ``onsuccess`` prints ``lines_of_run`` and the merge writes the same lines
+to its log.
+"""
+import os
+
+import pandas as pd
+
+FAILED = ("error", "oom")
+# How many distinct failure messages are shown; the count says how many there are in all.
+SHOWN_MESSAGES = 3
+
+
+def lines(frame):
+    """The end-of-run lines of the merged point table ``frame`` (one row per point)."""
+    counts = frame["status"].value_counts()
+    total, failed = len(frame), int(sum(counts.get(status, 0) for status in FAILED))
+    parts = ["%d %s" % (counts[status], status) for status in ("ok", "skipped") + FAILED
+             if counts.get(status, 0)]
+    text = ["Duel: %d points: %s." % (total, ", ".join(parts))]
+    if not failed:
+        return text
+    text[0] += " %d of %d points FAILED: their rows hold the status and the message, the " \
+               "cells' logs (results/logs/cells/) the tracebacks." % (failed, total)
+    bad = frame[frame["status"].isin(FAILED)]
+    firsts = bad.drop_duplicates("message")
+    for _, row in firsts.head(SHOWN_MESSAGES).iterrows():
+        same = int((bad["message"] == row["message"]).sum())
+        first_line = str(row["message"] or "").strip().splitlines()[:1] or ["(no message)"]
+        text.append("  %s %s %s %dx%d (%s, %d point%s): %s"
+                    % (row["model"], row["framework"], row["mode"], row["batch_size"],
+                       row["seq_len"], row["status"], same, "" if same == 1 else "s",
+                       first_line[0]))
+    if len(firsts) > SHOWN_MESSAGES:
+        text.append("  ... and %d other messages" % (len(firsts) - SHOWN_MESSAGES))
+    return text
+
+
+def lines_of_run(shards, results_dir="results"):
+    """The end-of-run lines of the run whose merged table is in ``results_dir``, or none when
+    that table is missing or older than one of the run's ``shards`` (a run whose targets
+    stopped before the merge)."""
+    path = os.path.join(results_dir, "summary.parquet")
+    if not os.path.exists(path):
+        return []
+    merged = os.stat(path).st_mtime
+    if any(os.path.exists(shard) and os.stat(shard).st_mtime > merged for shard in shards):
+        return []
+    columns = ["status", "message", "model", "framework", "mode", "batch_size", "seq_len"]
+    return lines(pd.read_parquet(path, columns=columns))

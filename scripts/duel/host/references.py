@@ -1,0 +1,48 @@
+"""A model's reference files checked against what its reference job recorded, before any job.
+
+The reference job (duel/cell/reference.py) records each file's size, modification time and
+SHA-256 in its manifest. A file that was truncated (a full disk, an interrupted copy) or changed
+afterwards would make every point of every cell that reads it an error, and Snakemake deletes a
+job's old outputs before the job runs: so the main Snakemake process checks the references while
+it plans and refuses, naming the file, before any cell can replace a good shard. The size is
+always compared; the hash only where the modification time differs from the recorded one, so a
+run of many cells costs a few ``stat`` calls per model.
+"""
+import json
+import os
+
+from duel.cell import files
+
+
+class ReferenceMismatch(ValueError):
+    """A reference file is missing or differs from what its job wrote; the message says which."""
+
+
+def check(manifest_path, sha256=files.file_sha256):
+    """Raise ReferenceMismatch for the first file of ``manifest_path`` that is missing or differs
+    from its record. A manifest without records (made before they were kept) passes as it is."""
+    if not os.path.exists(manifest_path):
+        return
+    folder = os.path.dirname(manifest_path)
+    try:
+        with open(manifest_path) as handle:
+            recorded = json.load(handle).get("files") or {}
+    except ValueError as error:
+        raise ReferenceMismatch(mismatch(manifest_path, folder, "not readable JSON (%s)" % error))
+    for name in sorted(recorded):
+        record, path = recorded[name], os.path.join(folder, name)
+        if not os.path.isfile(path):
+            raise ReferenceMismatch(mismatch(path, folder, "missing"))
+        status = os.stat(path)
+        if status.st_size != record["size"]:
+            raise ReferenceMismatch(mismatch(
+                path, folder, "%d bytes, but its reference job wrote %d" % (status.st_size,
+                                                                            record["size"])))
+        if status.st_mtime_ns != record["mtime_ns"] and sha256(path) != record["sha256"]:
+            raise ReferenceMismatch(mismatch(
+                path, folder, "changed since its reference job wrote it (another SHA-256)"))
+
+
+def mismatch(path, folder, problem):
+    return ("reference file %s is %s: delete %s and run again (the same seed makes the same "
+            "weights; that model's cells then run again)" % (path, problem, folder))

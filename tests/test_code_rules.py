@@ -95,3 +95,36 @@ def test_the_running_environment_is_the_pinned_one():
 
     for name, wanted in locks.read_pins(os.path.join(REPO, "envs", "current-cpu.txt")).items():
         assert version(name) == wanted, name  # 2.13.0+cpu: the CPU build itself
+
+
+def lock_files():
+    for folder in ("envs", os.path.join("tests", "data", "envs")):
+        for name in sorted(os.listdir(os.path.join(REPO, folder))):
+            if name.endswith(".txt"):
+                yield os.path.join(folder, name)
+
+
+PATH_WORD = re.compile(r"(?:^|\s)(?:-[rc]|--requirement|--constraint|--find-links|-f)\s+(\S+)"
+                       r"|(?:^|\s)((?:/|file:|~)\S*)")
+
+
+@pytest.mark.parametrize("lock", list(lock_files()))
+def test_no_lock_file_names_a_path_outside_the_checkout(lock):
+    """A lock file is read on other machines: a path it names (uv's `# via -c FILE` notes, an
+    option line) must be inside the checkout, relative to it."""
+    outside = []
+    with open(os.path.join(REPO, lock)) as handle:
+        for number, line in enumerate(handle, 1):
+            for named in PATH_WORD.findall(line):
+                path = named[0] or named[1]
+                resolved = os.path.normpath(os.path.join(REPO, path))
+                if os.path.isabs(path) or ":" in path or path.startswith("~") or \
+                        not resolved.startswith(REPO + os.sep):
+                    outside.append("line %d: %s" % (number, line.strip()))
+    assert not outside, "\n".join(outside)
+
+
+def test_the_lock_path_rule_finds_a_path_outside_the_checkout():
+    assert PATH_WORD.findall("    #   -c /tmp/i13/freeze.txt")[0][0] == "/tmp/i13/freeze.txt"
+    assert PATH_WORD.findall("--find-links file:///opt/wheels")[0][0] == "file:///opt/wheels"
+    assert PATH_WORD.findall("    #   -r envs/current-cpu.in")[0][0] == "envs/current-cpu.in"

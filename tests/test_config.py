@@ -5,6 +5,7 @@ default config, the command line's overrides parsed and merged as Snakemake does
 command-line numbers, the schema, the plan and the devices. A few also run end to end through a
 real ``snakemake -n`` (a Snakemake start each, seconds), which keeps that wiring proven.
 """
+import json
 import os
 
 import pytest
@@ -162,3 +163,64 @@ def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
         "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2/r1.parquet"
     with pytest.raises(plan.PlanError, match="no NVIDIA GPU"):
         plan.check_devices(config["devices"], has_gpu=lambda: False)
+
+
+# A model config in models_dir that planning cannot read: the text, and words of its one line.
+BROKEN_MODEL_CONFIGS = {
+    "not JSON": ("{\"name\": \"broken\", family: bert}", "not valid JSON (Expecting property "
+                 "name enclosed in double quotes: line 1 column 20"),
+    "a JSON list": ("[1, 2]", "a model config is a JSON object"),
+    "an unknown family": (json.dumps({"name": "broken", "family": "gpt5", "architecture": {}}),
+                          "'family' is 'gpt5', not a known model family (known: bert"),
+    "another name": (json.dumps({"name": "other", "family": "bert", "architecture": {}}),
+                     "names model 'other', expected 'broken'"),
+    "no architecture": (json.dumps({"name": "broken", "family": "bert"}),
+                        "no 'architecture' object"),
+    "a key missing": (json.dumps({"name": "broken", "family": "gpt2",
+                                  "architecture": {"n_embd": 8, "vocab_size": 10}}),
+                      "'architecture' lacks n_layer"),
+    "a key not a number": (json.dumps({"name": "broken", "family": "bert", "architecture": {
+        "hidden_size": "768", "num_hidden_layers": 2, "vocab_size": 10}}),
+        "'architecture' lacks hidden_size"),
+}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", sorted(BROKEN_MODEL_CONFIGS))
+def test_a_broken_model_config_is_refused_in_one_line_naming_the_file(tmp_path, case):
+    text, words = BROKEN_MODEL_CONFIGS[case]
+    (tmp_path / "broken.json").write_text(text)
+    with pytest.raises(plan.PlanError) as error:
+        plan.check_models(["broken"], str(tmp_path))
+    message = str(error.value)
+    assert message.startswith(str(tmp_path / "broken.json")) and words in message, message
+    assert len(message.splitlines()) == 1
+
+
+@pytest.mark.unit
+def test_a_models_dir_that_does_not_exist_is_refused_in_one_line(tmp_path):
+    with pytest.raises(plan.PlanError, match="^config key 'models_dir': %s is not a folder$"
+                       % (tmp_path / "nowhere")):
+        plan.check_models(["gpt2"], str(tmp_path / "nowhere"))
+
+
+@pytest.mark.unit
+def test_every_shipped_model_config_is_read_by_planning():
+    names = sorted(name[:-5] for name in os.listdir(os.path.join(REPO, "config", "models")))
+    specs = plan.check_models(names, os.path.join(REPO, "config", "models"))
+    assert sorted(specs) == names and len(names) == 10
+    assert all(plan.parameters(spec) > 1e7 for spec in specs.values())
+
+
+@pytest.mark.unit
+def test_the_plan_is_counted_without_building_it():
+    config = {}
+    plan_as_common_smk([], config_out=config)
+    size = plan.count_plan(dict(config, replicates=10 ** 9))
+    assert (size.cells, size.jobs, size.references) == (9, 9 * 10 ** 9 + 3, 3)
+    assert size.points == 9 * 10 ** 9 * 2 * 3
+    with pytest.raises(plan.PlanError, match="this config makes 9000000003 jobs"):
+        plan.check_plan_size(size, 5000)
+    plan.check_plan_size(plan.count_plan(config), 30)  # the default grid's 30 jobs fit in 30
+    with pytest.raises(plan.PlanError, match="this config makes 30 jobs"):
+        plan.check_plan_size(plan.count_plan(config), 29)

@@ -44,5 +44,6 @@ def check(manifest_path, sha256=files.file_sha256):
 
 
 def mismatch(path, folder, problem):
-    return ("reference file %s is %s: delete %s and run again (the same seed makes the same "
-            "weights; that model's cells then run again)" % (path, problem, folder))
+    return ("reference file %s is %s: delete %s and run the same command again (a job that "
+            "needs it makes it again, with the same seed: the same weights)"
+            % (path, problem, folder))

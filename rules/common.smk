@@ -377,6 +377,15 @@ def check_devices_here():
             raise WorkflowError(str(error))
 
 
+def check_cluster_here():
+    """A run that sends its jobs to SLURM needs a controller that answers, before any job."""
+    if getattr(workflow.executor_plugin, "name", None) == "slurm":
+        try:
+            plan.check_slurm_controller()
+        except plan.PlanError as error:
+            raise WorkflowError(str(error))
+
+
 def cell_gpus(wildcards):
     """A cuda cell asks the scheduler for one GPU (the plugin's `gpu` resource)."""
     if wildcards.device != "cuda":
@@ -387,6 +396,7 @@ def cell_gpus(wildcards):
 
 onstart:
     check_devices_here()
+    check_cluster_here()
     record_run_start()
 
 

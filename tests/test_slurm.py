@@ -257,3 +257,30 @@ def test_the_summary_has_the_shape_of_a_local_run_of_the_same_grid(runs):
     assert {row["status"] for row in local} == {"ok", "error"}  # 32 tokens > 16 positions
     assert all(row["slurm_job_id"] is None for row in local)
     assert all(row["slurm_job_id"] for row in on_slurm)
+
+
+NO_CONTROLLER = """\
+ClusterName=duel
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={port}
+AuthType=auth/none
+NodeName={node} NodeAddr=127.0.0.1 CPUs=2
+PartitionName={partition} Nodes={node} Default=YES
+"""
+
+
+def test_no_slurm_controller_is_one_line_before_any_job(cluster, tmp_path):
+    """The profile pointed at a cluster whose controller does not answer: refused when the run
+    starts, before any sbatch, with the controller's own word."""
+    from one_node_slurm import free_port
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(NO_CONTROLLER.format(port=free_port(), node=NODE, partition=PARTITION))
+    config = write_config(tmp_path, models_dir=TEST_MODELS, models=[TINY], cell_threads=1, **GRID)
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    code, log = run_snakemake(SLURM_PYTHON, tmp_path, ["--profile", PROFILE] + SLURM_TEST_FLAGS
+                              + ["--configfile", config], env, timeout=180)
+    assert code != 0
+    assert ("the slurm executor needs a SLURM controller that answers, and `scontrol ping` says: "
+            "Slurmctld(primary) at ") in log, log[-3000:]
+    assert " is DOWN (SLURM_CONF=%s)" % conf in log
+    assert "sbatch" not in log and not os.path.exists(str(tmp_path / "results"))

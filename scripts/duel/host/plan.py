@@ -10,6 +10,7 @@ import collections
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 from duel.cell import contract, flops, models
@@ -228,6 +229,27 @@ def check_devices(devices, has_gpu=gpu_present):
             "GPU (no nvidia-smi / /dev/nvidiactl). Use devices: [cpu], or run the cuda cells "
             "on a GPU machine (the SLURM profile can send them to one)."
         )
+
+
+def check_slurm_controller(run=subprocess.run):
+    """The SLURM executor submits every job with sbatch: without a controller that answers, each
+    job would fail at submission after a long wait, one message per job. ``scontrol ping`` asks
+    the controller of SLURM_CONF (or the system's) at once."""
+    if shutil.which("scontrol") is None:
+        raise PlanError("the slurm executor needs SLURM's client commands (sbatch, squeue, "
+                        "scontrol) on PATH: run Snakemake on a node that can submit jobs")
+    try:
+        answer = run(["scontrol", "ping"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                     universal_newlines=True, timeout=60)
+        said, failed = answer.stdout, answer.returncode != 0 or "DOWN" in answer.stdout
+    except subprocess.TimeoutExpired:
+        said, failed = "no answer within 60 s", True
+    if failed:
+        first = next((line.strip() for line in said.splitlines() if line.strip()), "")
+        raise PlanError("the slurm executor needs a SLURM controller that answers, and "
+                        "`scontrol ping` says: %s (SLURM_CONF=%s). Start or reach the "
+                        "controller, then run the same command again."
+                        % (first, os.environ.get("SLURM_CONF", "unset")))
 
 
 def image_jobs(config):

@@ -213,15 +213,22 @@ def fill(folder):
     return path
 
 
-def test_a_disk_that_fills_mid_run_fails_the_cell_and_the_rerun_keeps_finished_shards(
-        small_disk, models_folder):
+@pytest.mark.parametrize("when", ["reference", "shard"])
+def test_a_disk_that_fills_mid_run_fails_the_job_and_the_rerun_keeps_finished_shards(
+        small_disk, models_folder, when):
+    """The disk fills while the reference job runs (before its weights are written), or after
+    the first cell, while the next one times and then writes its shard."""
     workdir = small_disk / "run"
     workdir.mkdir()
     config = tiny_config(workdir, models_folder)
     process, log_path = start(workdir, config)
     filler = None
     try:
-        wait_for(lambda: steps_done(log_path, 2), "the first cell's end")
+        if when == "reference":
+            wait_for(lambda: os.path.exists(os.path.join(
+                str(workdir), "results", "logs", "reference")), "the reference job's start")
+        else:
+            wait_for(lambda: steps_done(log_path, 2), "the first cell's end")
         filler = fill(small_disk)
         process.wait(timeout=300)
     finally:
@@ -229,8 +236,12 @@ def test_a_disk_that_fills_mid_run_fails_the_cell_and_the_rerun_keeps_finished_s
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
     kept = finished_shards(workdir)
+    with open(log_path) as log:
+        said_then = log.read()
     assert process.returncode != 0
-    assert kept and len(kept) < 3
+    assert "Error in rule %s" % ("make_reference" if when == "reference" else "run_cell") in \
+        said_then, said_then[-3000:]
+    assert len(kept) == (0 if when == "reference" else 1)
     os.remove(filler)  # the recovery: free space, then the same command
     resumed = snakemake(workdir, "--cores", "all", "--configfile", config, check=False)
     assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -69,21 +69,42 @@ RUNNER = config["runner"]
 
 
 def check_references():
-    """The references on disk against what their jobs recorded (duel/host/references.py):
-    refused while planning, since a cell that read a damaged one would replace its good shard.
+    """The references and kept artifacts on disk against what their jobs recorded
+    (duel/host/references.py): refused while planning, since a cell that read a damaged one
+    would replace its good shard.
     """
     kinds = {"inference": REFERENCE, "training": TRAINING_WEIGHTS}
-    for era in config["eras"]:
-        for model in config["models"]:
-            for task in config["tasks"]:
-                try:
-                    references.check(kinds[task].format(era=era, model=model))
-                except references.ReferenceMismatch as error:
-                    raise WorkflowError(str(error))
+    formats = sorted(
+        {
+            deployed.artifact_format(mode)
+            for framework in config["frameworks"]
+            for mode in config["modes"].get(framework, [])
+            if deployed.is_deployed(mode)
+        }
+    )
+    manifests = [
+        kinds[task].format(era=era, model=model)
+        for era in config["eras"]
+        for model in config["models"]
+        for task in config["tasks"]
+    ] + [
+        deployment.artifact_manifest(era, device, artifact_format, model)
+        for era in config["eras"]
+        for device in config["devices"]
+        for artifact_format in formats
+        for model in config["models"]
+    ]
+    for manifest in manifests:
+        try:
+            references.check(manifest)
+        except references.ReferenceMismatch as error:
+            raise WorkflowError(str(error))
 
 
 if MAIN_PROCESS:
     check_references()
+
+
 EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "export_artifacts.py")
 BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "build_runner.py")
 NATIVE_SOURCES = sorted(

@@ -151,7 +151,7 @@ def test_a_truncated_reference_is_refused_and_the_shard_kept(interrupted_run, tm
     assert result.returncode != 0 and time.time() - started < 60
     relative = os.path.relpath(weights, str(copy))
     line = next(line for line in result.stderr.splitlines() if line.startswith("reference file"))
-    assert line.startswith("reference file %s is 100 bytes, but its reference job wrote " % relative)
+    assert line.startswith("reference file %s is 100 bytes, but its job wrote " % relative)
     assert "delete results/reference/current/%s and run the same command again" % MODEL in line
     assert "Traceback" not in result.stderr and "references.py" not in result.stderr
     assert finished_shards(copy) == before and len(before) == 3

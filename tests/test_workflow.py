@@ -84,6 +84,22 @@ def test_points_have_real_numbers_statuses_and_environment(run):
         assert row["lock_match"] == (row["lock_drift"] == "")
 
 
+def test_the_run_ends_counting_its_points_and_naming_the_failures(run):
+    """On the console (Snakemake's onsuccess) and in the merge log, the same lines."""
+    workdir, result, _ = run
+    head = ("Duel: 72 points: 36 ok, 12 skipped, 24 error. 24 of 72 points FAILED: their rows "
+            "hold the status and the message")
+    console = result.stderr.splitlines()
+    start = next(i for i, line in enumerate(console) if line.startswith("Duel: "))
+    assert console[start].startswith(head), console[start]
+    failures = console[start + 1: start + 3]
+    assert failures and all(line.startswith("  tiny-bert-16pos ") for line in failures), failures
+    assert any(" 1x32 (error, " in line for line in failures), failures
+    with open(os.path.join(str(workdir), "results", "logs", "merge_shards.log")) as handle:
+        log = handle.read().splitlines()
+    assert console[start] in log and failures[0] in log
+
+
 def test_spreadsheet_matches_the_shards(run):
     workdir, _, _ = run
     workbook = openpyxl.load_workbook(os.path.join(str(workdir), "results", "summary.xlsx"))
@@ -195,11 +211,15 @@ def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
     finished = [path for path in shards if os.path.exists(path)]
     assert len(finished) == 1
     mtime = os.stat(finished[0]).st_mtime_ns
+    with open(finished[0], "rb") as handle:
+        content = handle.read()
     assert not os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))
 
     snakemake(tmp_path, "--unlock", "--cores", "1", "--configfile", config)
     result = snakemake(tmp_path, "--cores", "all", "--rerun-incomplete", "--configfile", config)
     assert os.stat(finished[0]).st_mtime_ns == mtime, result.stderr[-3000:]
+    with open(finished[0], "rb") as handle:
+        assert handle.read() == content
     assert "run_cell 2" in " ".join(result.stderr.split())  # only the two unfinished cells
     assert all(os.path.exists(path) for path in shards)
     assert os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))

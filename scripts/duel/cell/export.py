@@ -152,6 +152,8 @@ def export_artifacts(artifact_format, spec, shapes, seed, weights_dir, device, t
         except Exception as error:
             traceback.print_exc(file=log)
             manifest["error"] = "export failed: " + describe(error)
+    manifest["files"] = files.describe_files(
+        folder, sorted(name for name in os.listdir(folder) if name != MANIFEST))
     files.write_json(os.path.join(folder, MANIFEST), manifest, sort_keys=True)
     return manifest
 

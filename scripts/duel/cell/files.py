@@ -43,3 +43,20 @@ def file_sha256(path, chunk=1 << 22):
         for block in iter(lambda: handle.read(chunk), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def describe_files(folder, parts):
+    """{path in ``folder``: {size, mtime_ns, sha256}} of every file under each of ``parts``
+    (files or folders in ``folder``): what a manifest records so that planning can tell a file
+    truncated or changed after its job wrote it (duel/host/references.py)."""
+    described = {}
+    for part in parts:
+        top = os.path.join(folder, part)
+        paths = [top] if os.path.isfile(top) else [
+            os.path.join(root, name) for root, _, names in os.walk(top) for name in names]
+        for path in sorted(paths):
+            status = os.stat(path)
+            described[os.path.relpath(path, folder)] = {
+                "size": status.st_size, "mtime_ns": status.st_mtime_ns,
+                "sha256": file_sha256(path)}
+    return described

@@ -138,21 +138,7 @@ def write_manifest(folder, name, manifest, parts):
     manifest = dict(manifest, torch=torch.__version__,
                     tensorflow=tf.__version__ if tf is not None else None,
                     transformers=compat.transformers_version(),
-                    files=describe_files(folder, parts))
+                    files=files.describe_files(folder, parts))
     files.write_json(os.path.join(folder, name), manifest)
     return manifest
 
-
-def describe_files(folder, parts):
-    """{path in ``folder``: {size, mtime_ns, sha256}} of every file under each of ``parts``."""
-    described = {}
-    for part in parts:
-        top = os.path.join(folder, part)
-        paths = [top] if os.path.isfile(top) else [
-            os.path.join(root, name) for root, _, names in os.walk(top) for name in names]
-        for path in sorted(paths):
-            status = os.stat(path)
-            described[os.path.relpath(path, folder)] = {
-                "size": status.st_size, "mtime_ns": status.st_mtime_ns,
-                "sha256": files.file_sha256(path)}
-    return described

@@ -12,6 +12,7 @@ artifacts and runners go, and a clear refusal where they cannot run.
 import os
 import shutil
 
+from duel.cell import export
 from duel.cell.adapters import deployed
 
 from . import eras
@@ -65,6 +66,11 @@ def check(config, which=shutil.which, find_compiler=compiler):
 
 def artifact_folder(era, device, artifact_format, model):
     return "results/artifacts/%s/%s/%s/%s" % (era, device, artifact_format, model)
+
+
+def artifact_manifest(era, device, artifact_format, model):
+    """The manifest an export writes last in its artifact folder (duel/cell/export.py)."""
+    return os.path.join(artifact_folder(era, device, artifact_format, model), export.MANIFEST)
 
 
 def runner_record(runners_dir, checkout, era, device, framework):

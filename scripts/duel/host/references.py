@@ -1,17 +1,21 @@
-"""A model's reference files checked against what its reference job recorded, before any job.
+"""Reference files and kept artifacts checked against what their job recorded, before any job.
 
-The reference job (duel/cell/reference.py) records each file's size, modification time and
-SHA-256 in its manifest. A file that was truncated (a full disk, an interrupted copy) or changed
-afterwards would make every point of every cell that reads it an error, and Snakemake deletes a
-job's old outputs before the job runs: so the main Snakemake process checks the references while
-it plans and refuses, naming the file, before any cell can replace a good shard. The size is
-always compared; the hash only where the modification time differs from the recorded one, so a
-run of many cells costs a few ``stat`` calls per model.
+The reference job (duel/cell/reference.py) and the export of deployment artifacts
+(duel/cell/export.py) record each file's size, modification time and SHA-256 in their manifest.
+A file that was truncated (a full disk, an interrupted copy) or changed afterwards would make
+every point of every cell that reads it an error, and Snakemake deletes a job's old outputs
+before the job runs: so the main Snakemake process checks these files while it plans and
+refuses, naming the file, before any cell can replace a good shard. The size is always
+compared; the hash only where the modification time differs from the recorded one, so a run of
+many cells costs a few ``stat`` calls per model.
 """
 import json
 import os
 
 from duel.cell import files
+
+
+ARTIFACT_FORMATS = ("torchscript", "savedmodel")  # results/artifacts/ERA/DEVICE/FORMAT/MODEL
 
 
 class ReferenceMismatch(ValueError):
@@ -36,14 +40,16 @@ def check(manifest_path, sha256=files.file_sha256):
         status = os.stat(path)
         if status.st_size != record["size"]:
             raise ReferenceMismatch(mismatch(
-                path, folder, "%d bytes, but its reference job wrote %d" % (status.st_size,
+                path, folder, "%d bytes, but its job wrote %d" % (status.st_size,
                                                                             record["size"])))
         if status.st_mtime_ns != record["mtime_ns"] and sha256(path) != record["sha256"]:
             raise ReferenceMismatch(mismatch(
-                path, folder, "changed since its reference job wrote it (another SHA-256)"))
+                path, folder, "changed since its job wrote it (another SHA-256)"))
 
 
 def mismatch(path, folder, problem):
-    return ("reference file %s is %s: delete %s and run the same command again (a job that "
+    what = "artifact" if os.path.basename(os.path.dirname(folder)) in ARTIFACT_FORMATS else \
+        "reference"
+    return ("%s file %s is %s: delete %s and run the same command again (a job that "
             "needs it makes it again, with the same seed: the same weights)"
-            % (path, problem, folder))
+            % (what, path, problem, folder))

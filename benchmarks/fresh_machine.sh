@@ -9,12 +9,13 @@
 # pytest's closing line. DESTRUCTIVE to this machine's Debian packages and caches, so it asks for
 # --yes; it needs root, and refuses while a pytest runs. About 25 minutes on 2 cores.
 #
-#   bash benchmarks/fresh_machine.sh --yes [--repo DIR]   # DIR: the checkout to clone (default:
-#                                                          # the one this script lies in)
+#   bash benchmarks/fresh_machine.sh --yes [--repo DIR] [--json FILE]
+#     DIR: the checkout to clone (default: the one this script lies in); FILE: the result as JSON
+#     (seconds, exit status, pytest's closing line, commit, CPU, what was not removed)
 set -euo pipefail
 
 usage() {
-  echo "usage: benchmarks/fresh_machine.sh --yes [--repo DIR]" >&2
+  echo "usage: benchmarks/fresh_machine.sh --yes [--repo DIR] [--json FILE]" >&2
   echo "  purges the test suite's Debian packages and every cache it uses, then times .ci/run" >&2
   echo "  on a fresh clone; --yes says you mean it" >&2
   exit 2
@@ -22,12 +23,18 @@ usage() {
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 yes=false
+json=""
 while (($#)); do
   case "$1" in
     --yes) yes=true; shift ;;
     --repo)
       (($# >= 2)) || usage
       repo="$(cd "$2" && pwd)"
+      shift 2
+      ;;
+    --json)
+      (($# >= 2)) || usage
+      json="$2"
       shift 2
       ;;
     *) usage ;;
@@ -145,4 +152,16 @@ closing="$(grep -E '^=+ .+ in [0-9.]+s' "$work/ci.log" | tail -n 1 || true)"
 for item in "${not_removed[@]}"; do echo "not removed: $item"; done
 echo "fresh machine: $((end - start)) s, exit status $status," \
   "pytest: ${closing:-no closing line} (log: $work/ci.log)"
+if [[ -n "$json" ]]; then
+  printf '%s\n' "${not_removed[@]}" | python3 -c '
+import json, platform, sys
+seconds, status, closing, commit, log = sys.argv[1:6]
+cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+            if line.startswith("model name")), platform.processor())
+json.dump({"seconds": int(seconds), "exit_status": int(status), "pytest": closing,
+           "commit": commit, "cpu": cpu, "log": log,
+           "not_removed": [line for line in sys.stdin.read().splitlines() if line]},
+          open(sys.argv[6], "w"), indent=2)
+' "$((end - start))" "$status" "$closing" "$(git -C "$clone" rev-parse HEAD)" "$work/ci.log" "$json"
+fi
 exit "$status"

@@ -7,6 +7,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -28,9 +29,10 @@ except debian_packages.PackageError as error:
 """
 
 
-def caller(programs, start=0.0, env=None, python=sys.executable, prefix=()):
-    """A process calling ``ensure(programs)`` at ``start`` (a time.time())."""
-    env = dict(env or os.environ, PYTHONPATH=TESTS)
+def caller(programs, start=0.0, env=None, python=sys.executable, prefix=(), path=TESTS):
+    """A process calling ``ensure(programs)`` at ``start`` (a time.time()), importing the helper
+    from ``path``."""
+    env = dict(env or os.environ, PYTHONPATH=path)
     command = list(prefix) + [python, "-c", CALLER, repr(start), json.dumps(programs)]
     return subprocess.Popen(command, env=env, cwd="/", stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -105,6 +107,16 @@ def test_a_caller_whose_programs_are_present_needs_no_root():
         prefix = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
     else:
         pytest.fail("running as root without setpriv or %s: cannot drop root here" % python)
-    # As anyone but root, reaching apt-get install would fail the call.
-    process = caller({"sh": "dash"}, python=python if prefix else sys.executable, prefix=prefix)
-    assert answer(process, timeout=60) == {"installed": []}
+    # The helper from a folder anyone can read (a checkout, like pytest's temporary folders,
+    # may lie in one only root can enter).
+    folder = tempfile.mkdtemp(prefix="duel-apt-helper-")
+    try:
+        os.chmod(folder, 0o755)
+        shutil.copy(os.path.join(TESTS, "debian_packages.py"), folder)
+        os.chmod(os.path.join(folder, "debian_packages.py"), 0o644)
+        # As anyone but root, reaching apt-get install would fail the call.
+        process = caller({"sh": "dash"}, python=python if prefix else sys.executable,
+                         prefix=prefix, path=folder)
+        assert answer(process, timeout=60) == {"installed": []}
+    finally:
+        shutil.rmtree(folder)

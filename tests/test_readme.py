@@ -35,6 +35,8 @@ COMMANDS = {
     ".venv/bin/snakemake --report results/report.html": RUN,
     "bash scripts/setup.sh --tests && .venv/bin/python -m pytest tests":
         "this suite itself (.ci/run runs exactly this)",
+    "bash benchmarks/fresh_machine.sh --yes": "destructive: it purges this machine's Debian "
+    "packages and caches, then runs the whole suite (run by hand; its result is linked)",
     ".venv/bin/python -m pytest -m unit": COLLECT,
     ".venv/bin/python -m pytest -m \"not era and not docker and not slurm\"": COLLECT,
     ".venv/bin/python -m pytest -m \"era or docker or slurm\"": COLLECT,

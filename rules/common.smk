@@ -398,6 +398,15 @@ def check_devices_here():
             raise WorkflowError(str(error))
 
 
+def check_disk_here():
+    """A real run needs room for what it will write (duel/host/plan.py): checked before any job."""
+    if MAIN_PROCESS:
+        try:
+            plan.check_disk(config, CHECKOUT)
+        except plan.PlanError as error:
+            raise WorkflowError(str(error))
+
+
 def check_cluster_here():
     """A run that sends its jobs to SLURM needs a controller that answers, before any job."""
     if getattr(workflow.executor_plugin, "name", None) == "slurm":
@@ -418,6 +427,7 @@ def cell_gpus(wildcards):
 onstart:
     check_devices_here()
     check_cluster_here()
+    check_disk_here()
     record_run_start()
 
 

@@ -271,7 +271,9 @@ def test_a_run_its_disk_cannot_hold_is_refused_with_both_figures(small_disk, tmp
     workdir = small_disk / "run"
     workdir.mkdir()
     config = tiny_config(workdir, models, models=["distilbert-base-uncased"])
-    result = snakemake(workdir, "-n", "--cores", "all", "--configfile", config, check=False)
+    planned = snakemake(workdir, "-n", "--cores", "all", "--configfile", config, check=False)
+    assert planned.returncode == 0, said(planned)[-2000:]  # a dry run writes nothing
+    result = snakemake(workdir, "--cores", "all", "--configfile", config, check=False)
     assert result.returncode != 0
     line = next(line for line in said(result).splitlines() if line.startswith("this run would"))
     found = re.match(r"this run would write about ([\d.]+) MB under (\S+) \(references ([\d.]+) "

@@ -69,8 +69,8 @@ def prepare_config(config, warn=None):
 
 
 def renamed_keys(config, warn):
-    """The timing method ``hf2019`` is called ``timeit`` since 2026-12 (the era keeps its name):
-    the old spelling still works, as value of ``method`` and as the key of its settings, with a
+    """The timing method ``timeit`` is also read under its other name ``hf2019`` (the era's):
+    that spelling still works, as value of ``method`` and as the key of its settings, with a
     deprecation warning."""
     methods = as_list(config.get("method", []))
     if any(method in contract.RENAMED_METHODS for method in methods):
@@ -336,17 +336,14 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
     if probe:
         check_eras(config, checkout)
     check_modes(config["frameworks"], config["modes"])
-    specs = check_models(config["models"], resolve_models_dir(config, checkout))
+    check_models(config["models"], resolve_models_dir(config, checkout))
     try:  # before the runner's checks: with docker or apptainer this is the reason to give
         deployment.check(config)
     except deployment.DeploymentError as error:
         raise PlanError(str(error))
     if probe:
         check_runner(config, checkout, apptainer_enabled)
-    size = count_plan(config)
-    check_plan_size(size, config.get("max_jobs", DEFAULT_MAX_JOBS))
-    if probe:
-        check_disk(estimate_disk_bytes(config, specs, "results"), "results")
+    check_plan_size(count_plan(config), config.get("max_jobs", DEFAULT_MAX_JOBS))
     return [
         Cell(era, device, framework, mode, precision, task, model, replicate)
         for replicate in range(1, config.get("replicates", 1) + 1)
@@ -470,8 +467,11 @@ def estimate_disk_bytes(config, specs, results_dir):
         [("references", references), ("artifacts", artifacts), ("shards", shards)])
 
 
-def check_disk(parts, results_dir):
-    """Refuse, before any job, a run whose disk cannot hold what it will write."""
+def check_disk(config, checkout, results_dir="results"):
+    """Refuse, before any job of a real run (a dry run writes nothing), a run whose disk cannot
+    hold what it will write."""
+    parts = estimate_disk_bytes(
+        config, check_models(config["models"], resolve_models_dir(config, checkout)), results_dir)
     folder = os.path.abspath(results_dir)
     while not os.path.exists(folder):
         folder = os.path.dirname(folder)

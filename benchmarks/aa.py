@@ -13,9 +13,9 @@ then reports, from the two merged tables alone:
 - the canary (conditions.canary_ms): whether normalising each replicate's figure by the canary
   measured around its points, or leaving out points whose canary moved by more than 10%,
   narrows the A/A spread (it is kept in the method only if it does);
-- compare_runs from run A to run B (the issue's target: at least 95% "no clear change" and exit
-  0): with the machine band as it is (the run's canary and each point's), with the run's canary
-  alone (the band before 2026-12-01 evening), and without a band.
+- compare_runs from run A to run B (an A/A pair should show "no clear change" at nearly every
+  point and exit 0): with the machine band as it is (the run's canary and each point's), with
+  the run's canary alone, and without a band.
 
 ``--neighbour ON OFF`` disturbs run B on purpose: a busy loop on the last CPU the cells use, busy
 for ON seconds of every ON + OFF (a noisy neighbour that comes and goes, as on a shared host).

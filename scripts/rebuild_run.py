@@ -23,7 +23,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from duel.host import rebuild, runs  # noqa: E402
+from duel.cell import environment  # noqa: E402
+from duel.host import rebuild  # noqa: E402
 
 COMPARE_RUNS = os.path.join(HERE, "compare_runs.py")
 
@@ -80,7 +81,7 @@ def run_part(args, index, path, record, cells):
     config = rebuild.write_inputs(record, folder, REPOSITORY, split(args.models), cells)
     log = os.path.join(folder, "snakemake.log")
     sys.stderr.write("rebuilding %s at %s: log %s\n" % (path, record["git_commit"][:12], log))
-    started = runs.utc_now()
+    started = environment.utc_now()
     with open(log, "w") as handle:
         answer = subprocess.run(
             [sys.executable, "-m", "snakemake", "-s", os.path.join(code, "Snakefile"),
@@ -133,7 +134,7 @@ def main(argv=None):
 
 
 def finish_with_comparison(base, new):
-    """The comparison of the original and the rebuild (issue 16's script): its lines, its exit."""
+    """The comparison of the original and the rebuild (scripts/compare_runs.py): its lines, its exit."""
     try:
         rebuild.check_compare(COMPARE_RUNS)
     except rebuild.RebuildError as error:

@@ -206,7 +206,7 @@ def test_cross_era_pairs_the_same_cell_and_point(tmp_path):
 
 
 def test_a_shard_from_before_the_rename_reads_method_hf2019_as_timeit(tmp_path):
-    rows = cell_rows("pytorch", "eager", "gpt2", "hf2019", 1.0, None)  # written before 2026-12
+    rows = cell_rows("pytorch", "eager", "gpt2", "hf2019", 1.0, None)  # a shard with the method's other name
     frame = summary.read_shards([shard.write_shard(rows, str(tmp_path / "old.parquet"))])
     assert set(frame["method"]) == {"timeit"}
     points = summary.with_reported(frame)

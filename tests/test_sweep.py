@@ -171,7 +171,7 @@ def test_a_point_that_raises_is_its_own_row_and_the_sweep_goes_on(error, status)
     for batch in (1, 2):
         failed = rows[(batch, 12, "duel")]
         assert failed["status"] == status
-        assert failed["message"] == sweep.describe(error)  # type and first line only
+        assert failed["message"] == contract.error_line(error)  # type and first line only
         assert failed["samples"] is None and failed["median"] is None
         assert failed["flops"] > 0  # what the point would have done is still known
         assert_ok(rows[(batch, 8, "duel")])

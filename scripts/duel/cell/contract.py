@@ -19,9 +19,9 @@ Cell = namedtuple("Cell", CELL_KEYS)
 POINT_KEYS = ("batch_size", "seq_len", "method")
 
 # The timing methods (timing.py). ``timeit`` is the 2019 script's timeit.repeat loop and reports
-# the mean per call, as 2019 did; every other method reports the median of its samples. Until
-# 2026-12 ``timeit`` was called ``hf2019``, like the era: configs and shards of that spelling are
-# read as ``timeit`` (method_name).
+# the mean per call, as 2019 did; every other method reports the median of its samples. The
+# method's other name, ``hf2019`` (the era's), is read as ``timeit`` in configs and shards
+# (method_name).
 METHODS = ("duel", "timeit")
 RENAMED_METHODS = {"hf2019": "timeit"}
 
@@ -159,7 +159,15 @@ COLUMNS = (IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + DEP
            + ENVIRONMENT)
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
-STATUSES = ("ok", "oom", "error", "skipped")
+def error_line(error):
+    """The ``message`` of a failed point (and of any error said in one line): the exception's
+    type and the first line of its text; the traceback goes to the log."""
+    text = str(error).strip().splitlines()
+    return "%s: %s" % (type(error).__name__, text[0] if text else "")
+
+
+STATUSES = ("ok", "skipped", "error", "oom")  # a point's outcome; the last two are failures
+FAILED = ("error", "oom")
 
 
 def empty_row():

@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 
-from . import compat, files
+from . import compat, contract, files
 
 FORMATS = {"torchscript": "pytorch", "savedmodel": "tensorflow"}
 MANIFEST = "artifacts.json"
@@ -41,11 +41,6 @@ def folder_bytes(path):
                for folder, _, names in os.walk(path) for name in names)
 
 
-def describe(error):
-    text = str(error).strip().splitlines()
-    return "%s: %s" % (type(error).__name__, text[0] if text else "")
-
-
 def _timed(entries, key, path, export, log):
     """Run ``export(path)``; record its status, wall time and size under ``key``."""
     began = time.perf_counter()
@@ -55,7 +50,7 @@ def _timed(entries, key, path, export, log):
                         "export_s": time.perf_counter() - began, "bytes": folder_bytes(path)}
     except Exception as error:  # the points of this artifact become error rows
         traceback.print_exc(file=log)
-        entries[key] = {"status": "error", "message": "export failed: " + describe(error)}
+        entries[key] = {"status": "error", "message": "export failed: " + contract.error_line(error)}
 
 
 def export_torchscript(adapter, spec, shapes, seed, folder, log):
@@ -151,7 +146,7 @@ def export_artifacts(artifact_format, spec, shapes, seed, weights_dir, device, t
                                                                      folder, log)
         except Exception as error:
             traceback.print_exc(file=log)
-            manifest["error"] = "export failed: " + describe(error)
+            manifest["error"] = "export failed: " + contract.error_line(error)
     manifest["files"] = files.describe_files(
         folder, sorted(name for name in os.listdir(folder) if name != MANIFEST))
     files.write_json(os.path.join(folder, MANIFEST), manifest, sort_keys=True)

@@ -19,7 +19,7 @@ import traceback
 
 import numpy as np
 
-from . import compat, files, models
+from . import compat, contract, files, models
 
 # Random weights give final hidden states of order 1; different kernels and fusions
 # (PyTorch vs TensorFlow, TorchScript, compile, XLA) differ by about 1e-6 to 1e-4 in fp32.
@@ -75,7 +75,7 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
             made.append(length)
         except Exception as error:  # the cells will report the same failure as their rows
             traceback.print_exc(file=log)
-            failed[str(length)] = "%s: %s" % (type(error).__name__, str(error).splitlines()[0])
+            failed[str(length)] = contract.error_line(error)
     del model
     gc.collect()
 

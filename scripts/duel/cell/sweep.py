@@ -37,12 +37,6 @@ def token_ids(spec, batch_size, seq_len, seed):
     return np.tile(row.astype(np.int64), (batch_size, 1))
 
 
-def describe(error):
-    """A one-line message for a row: the exception type and the first line of its text."""
-    text = str(error).strip().splitlines()
-    return "%s: %s" % (type(error).__name__, text[0] if text else "")
-
-
 def check_output(adapter, call, method, reference_dir, seq_len):
     """One more call, outside the timing: its final hidden state against the reference."""
     expected = reference.load_reference(reference_dir, seq_len) if reference_dir else None
@@ -124,7 +118,7 @@ def judge_output(adapter, call, point, settings):
     try:
         columns = check_output(adapter, call, point.method, settings.reference_dir, point.seq_len)
     except Exception as error:
-        return {"status": "error", "message": "output check failed: " + describe(error)}
+        return {"status": "error", "message": "output check failed: " + contract.error_line(error)}
     if columns and columns["max_abs_diff"] > columns["diff_tolerance"]:
         columns["status"] = "error"
         columns["message"] = (
@@ -146,7 +140,7 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
             adapter.build(spec, settings.seed, settings.reference_dir)
     except Exception as error:  # a cell whose model cannot be built still reports every point
         traceback.print_exc(file=log)
-        build_error = "model build failed: " + describe(error)
+        build_error = "model build failed: " + contract.error_line(error)
     rows = []
     for point in points:
         row = contract.empty_row()
@@ -184,7 +178,7 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
             except Exception as error:  # the point fails, the sweep goes on
                 traceback.print_exc(file=log)
                 row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"
-                row["message"] = describe(error)
+                row["message"] = contract.error_line(error)
             adapter.release_point()
         log.write(
             "%s b=%d l=%d %s: %s %s\n"

@@ -68,11 +68,6 @@ class CompareError(Exception):
     """Bad input: the message is the one line the user sees."""
 
 
-def _first_line(error):
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
-
-
 def resolve_summary(path):
     """The summary file of ``path``: a run directory (its results/summary.parquet, or a results
     directory's summary.parquet) or the file itself."""
@@ -108,7 +103,7 @@ def read_run(path):
     try:
         frame = pd.read_parquet(file)
     except Exception as error:  # any failure to read is bad input, named in one line
-        raise CompareError("%s: not a readable Parquet summary (%s)" % (file, _first_line(error)))
+        raise CompareError("%s: not a readable Parquet summary (%s)" % (file, contract.error_line(error)))
     return read_run_frame(frame, path, file)
 
 
@@ -125,7 +120,7 @@ def read_run_frame(frame, label="run", file="run"):
     try:
         points = replicates.point_table(frame)
     except Exception as error:
-        raise CompareError("%s: its points cannot be read (%s)" % (file, _first_line(error)))
+        raise CompareError("%s: its points cannot be read (%s)" % (file, contract.error_line(error)))
     points = points.reset_index(drop=True)
     points["reported_ms"] = [summary.reported_ms(row) for _, row in points.iterrows()]
     points = points.merge(point_canary(frame), on=MATCH, how="left")

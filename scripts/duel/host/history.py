@@ -75,7 +75,7 @@ N/A where a point did not run), so nothing may stand above their header row; thi
 how their numbers were made.
 
 File names: <era>_<device>_<framework>_<mode>[_<precision>]_<task>_<method>.csv
-Method timeit (called hf2019 before 2026-12): the 2019 aggregation, the mean per call of every timeit.repeat sample, pooled
+Method timeit (also read under its other name, hf2019): the 2019 aggregation, the mean per call of every timeit.repeat sample, pooled
 over every replicate's samples (the replicates' 2019 means weighted by their sample counts).
 Method duel: the median of the replicates' medians.
 Processes per point in this run: %s.

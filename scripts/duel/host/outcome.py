@@ -9,7 +9,8 @@ import os
 
 import pandas as pd
 
-FAILED = ("error", "oom")
+from duel.cell import contract
+
 # How many distinct failure messages are shown; the count says how many there are in all.
 SHOWN_MESSAGES = 3
 
@@ -17,15 +18,16 @@ SHOWN_MESSAGES = 3
 def lines(frame):
     """The end-of-run lines of the merged point table ``frame`` (one row per point)."""
     counts = frame["status"].value_counts()
-    total, failed = len(frame), int(sum(counts.get(status, 0) for status in FAILED))
-    parts = ["%d %s" % (counts[status], status) for status in ("ok", "skipped") + FAILED
+    total = len(frame)
+    failed = int(sum(counts.get(status, 0) for status in contract.FAILED))
+    parts = ["%d %s" % (counts[status], status) for status in contract.STATUSES
              if counts.get(status, 0)]
     text = ["Duel: %d points: %s." % (total, ", ".join(parts))]
     if not failed:
         return text
     text[0] += " %d of %d points FAILED: their rows hold the status and the message, the " \
                "cells' logs (results/logs/cells/) the tracebacks." % (failed, total)
-    bad = frame[frame["status"].isin(FAILED)]
+    bad = frame[frame["status"].isin(contract.FAILED)]
     firsts = bad.drop_duplicates("message")
     for _, row in firsts.head(SHOWN_MESSAGES).iterrows():
         same = int((bad["message"] == row["message"]).sum())

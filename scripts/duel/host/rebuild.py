@@ -96,7 +96,7 @@ def check_images(record):
 def check_compare(script):
     if not os.path.isfile(script):
         raise RebuildError("cannot compare the rebuild with the original: %s is missing "
-                           "(it comes with the run comparison, issue 16)" % script)
+                           "(the run comparison's command; restore the checkout)" % script)
 
 
 def checkout(repository, commit, diff_path, folder):

@@ -40,11 +40,6 @@ def is_point_table(frame):
     return "replicates" in frame.columns
 
 
-def _figure(samples, statistic):
-    values = np.asarray(samples, dtype=np.float64)
-    return float(np.median(values) if statistic == "median" else np.mean(values))
-
-
 def _worst(group):
     """(status, message) of a point from its replicates' rows."""
     statuses = list(group["status"])

@@ -29,10 +29,6 @@ MANIFEST = "manifest.json"
 DIFF = "diff.patch"
 
 
-def utc_now():
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-
-
 def _git(checkout, *args):
     return subprocess.run(("git", "-C", checkout) + args, capture_output=True, text=True)
 
@@ -169,7 +165,7 @@ def files_read(config_files, model_files):
 def start(config, checkout, era_devices, envs_dir, config_files, model_files, cores, argv,
           planned_shards, runs_dir=RUNS_DIR):
     """Write a run's manifest as it starts; returns its path."""
-    started = utc_now()
+    started = environment.utc_now()
     stamp = started.replace(":", "").replace("-", "").replace("+0000", "Z")
     folder = os.path.join(runs_dir, "%s-%d" % (stamp, os.getpid()))
     os.makedirs(folder, exist_ok=True)
@@ -210,7 +206,7 @@ def finish(path, status, checkout, era_devices, envs_dir):
     record = read(path)
     started = datetime.datetime.fromisoformat(record["started_at"]).timestamp()
     record["status"] = status
-    record["ended_at"] = utc_now()
+    record["ended_at"] = environment.utc_now()
     record["environments"] = environment_hashes(checkout, era_devices, envs_dir)
     record["shards"] = sorted(shard for shard in record["planned_shards"]
                               if os.path.exists(shard) and os.path.getmtime(shard) >= started - 1)

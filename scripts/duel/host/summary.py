@@ -2,9 +2,9 @@
 
 Only the data contract (duel.cell.contract) is read; a shard written before a column existed
 gets that column as nulls, or as the value it implicitly had (MIGRATED_DEFAULTS: points from
-before the precision dimension were fp32); a renamed value is read under its new name
-(RENAMED_VALUES: the timing method ``hf2019`` is ``timeit`` since 2026-12). This is the place for
-a migration if a column or a value is ever renamed.
+before the precision dimension were fp32); a value with another name is read under its current
+one (RENAMED_VALUES: the timing method's other name ``hf2019`` is read as ``timeit``). This is
+the place for a migration if a column or a value is ever renamed.
 """
 import json
 
@@ -36,11 +36,6 @@ def unreadable(path, problem):
                       "Snakemake measures that cell again, alone." % (path, problem))
 
 
-def first_line(error):
-    lines = str(error).strip().splitlines()
-    return "%s: %s" % (type(error).__name__, lines[0] if lines else "")
-
-
 def read_shard(path):
     """One shard as an Arrow table with exactly the contract's columns (ShardError if it is
     corrupt, truncated or not a shard)."""
@@ -48,7 +43,7 @@ def read_shard(path):
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as error:
         raise unreadable(path, "not a readable Parquet file, corrupt or truncated (%s)"
-                         % first_line(error))
+                         % contract.error_line(error))
     columns = []
     for name, kind in contract.COLUMNS:
         try:
@@ -61,7 +56,7 @@ def read_shard(path):
             else:
                 columns.append(pa.nulls(table.num_rows, type=kind))
         except (pa.ArrowException, ValueError, TypeError) as error:
-            raise unreadable(path, "its column %s is not %s (%s)" % (name, kind, first_line(error)))
+            raise unreadable(path, "its column %s is not %s (%s)" % (name, kind, contract.error_line(error)))
     return pa.Table.from_arrays(columns, names=contract.NAMES)
 
 

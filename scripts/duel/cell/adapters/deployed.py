@@ -42,10 +42,6 @@ def runs_in_cpp(mode):
     return MODES.get(mode, (None, None, None))[2] == "cpp"
 
 
-def modes_of(framework):
-    return tuple(mode for mode, (owner, _, _) in sorted(MODES.items()) if owner == framework)
-
-
 class Deployment(object):
     """What a deployment mode shares between Python and C/C++: the artifacts, its limits."""
 

@@ -74,14 +74,7 @@ def check_references():
     would replace its good shard.
     """
     kinds = {"inference": REFERENCE, "training": TRAINING_WEIGHTS}
-    formats = sorted(
-        {
-            deployed.artifact_format(mode)
-            for framework in config["frameworks"]
-            for mode in config["modes"].get(framework, [])
-            if deployed.is_deployed(mode)
-        }
-    )
+    formats = deployment.artifact_formats(config)
     manifests = [
         kinds[task].format(era=era, model=model)
         for era in config["eras"]

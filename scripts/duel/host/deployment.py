@@ -28,6 +28,11 @@ def requested(config):
             for mode in config["modes"].get(framework, []) if deployed.is_deployed(mode)]
 
 
+def artifact_formats(config):
+    """The artifact formats the config's deployment modes are exported to, sorted."""
+    return sorted({deployed.artifact_format(mode) for mode in requested(config)})
+
+
 def compiler():
     """The C++ compiler CMake would pick: $CXX, else c++ / g++ / clang++ on PATH (or None)."""
     candidates = [os.environ["CXX"]] if os.environ.get("CXX") else ["c++", "g++", "clang++"]

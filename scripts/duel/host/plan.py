@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 from duel.cell import contract, flops, models
-from duel.cell.adapters import deployed
 
 from . import deployment
 from . import eras as era_envs
@@ -411,8 +410,8 @@ def count_plan(config):
         batch_sizes, lengths = task_grid(config, task)
         points += per_task * replicates * len(batch_sizes) * len(lengths) * methods
     references = len(config["eras"]) * len(config["models"]) * len(set(tasks))
-    formats = {deployed.artifact_format(mode) for mode in modes if deployed.is_deployed(mode)}
-    exports = len(config["eras"]) * len(config["devices"]) * len(formats) * len(config["models"])
+    exports = len(config["eras"]) * len(config["devices"]) * \
+        len(deployment.artifact_formats(config)) * len(config["models"])
     cells = per_task * len(tasks)
     jobs = cells * replicates + references + exports
     return PlanSize(cells, replicates, jobs, references, exports, points)
@@ -451,12 +450,9 @@ def estimate_disk_bytes(config, specs, results_dir):
                                         else "reference.json")
                 if not os.path.exists(manifest):
                     references += 2 * parameters(spec) * WEIGHT_BYTES
-    modes = [mode for framework in config["frameworks"]
-             for mode in config["modes"].get(framework, [])]
     batch_sizes, lengths = task_grid(config, "inference")
     artifacts = 0
-    for mode_format in {deployed.artifact_format(mode) for mode in modes
-                        if deployed.is_deployed(mode)}:
+    for mode_format in deployment.artifact_formats(config):
         copies = len(batch_sizes) * len(lengths) if mode_format == "torchscript" else 1
         artifacts += sum(copies * parameters(spec) * WEIGHT_BYTES for spec in specs.values()) * \
             len(config["eras"]) * len(config["devices"])

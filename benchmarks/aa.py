@@ -44,7 +44,9 @@ CHECKOUT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import contract  # noqa: E402
-from duel.host import compare, replicates, statistics, summary  # noqa: E402
+from duel.host.compare import changes  # noqa: E402
+from duel.host.tables import replicates, summary  # noqa: E402
+from duel.host.verdicts import statistics  # noqa: E402
 
 IDENTITY = replicates.POINT_IDENTITY
 CANARY_MOVED = 1.10
@@ -95,13 +97,13 @@ def run_disturbed(folder, extra_config, configfile, on_s, off_s):
 def comparison_figures(folder_a, folder_b):
     """compare_runs A -> B: verdict counts and exit status with the machine band (the run's and
     each point's canary), with the run's canary alone, and without a band."""
-    base, new = (compare.read_run(folder) for folder in (folder_a, folder_b))
+    base, new = (changes.read_run(folder) for folder in (folder_a, folder_b))
     run_only = [run._replace(points=run.points.assign(canary_ms=np.nan)) for run in (base, new)]
     figures = {}
     for name, (left, right, band) in (("machine_band", (base, new, True)),
                                       ("run_canary_only", (run_only[0], run_only[1], True)),
                                       ("no_machine_band", (base, new, False))):
-        result = compare.compare(left, right, machine_band=band)
+        result = changes.compare(left, right, machine_band=band)
         counts = result.points["verdict"].value_counts()
         figures[name] = {verdict: int(count) for verdict, count in counts.items()}
         figures[name].update({"of": int(len(result.points)), "exit": result.exit_status,

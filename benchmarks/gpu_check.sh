@@ -52,7 +52,7 @@ out, device = sys.argv[1], sys.argv[2]
 rows = dict((switch, pq.read_table(os.path.join(out, "pytorch-tf32-%s.parquet" % switch))
              .to_pylist()[0]) for switch in ("off", "on"))
 try:
-    from duel.host import peaks  # needs pandas
+    from duel.host.tables import peaks  # needs pandas
 except ImportError as error:
     peaks = None
     print("peaks not checked: %s" % error)

@@ -47,9 +47,9 @@ rule run_cell:
         artifacts=cell_artifacts,
         runner=cell_runner,
     output:
-        shard=plan.SHARD_PATTERN,
+        shard=planner.SHARD_PATTERN,
     log:
-        plan.LOG_PATTERN,
+        planner.LOG_PATTERN,
     # Interleaved rounds: replicate 1 of every cell before replicate 2 of any (common.smk).
     priority: round_priority
     conda:

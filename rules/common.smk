@@ -12,18 +12,10 @@ sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import models
 from duel.cell.adapters import deployed
-from duel.host import (
-    chart_kinds,
-    deployment,
-    drift,
-    eras,
-    images,
-    outcome,
-    plan,
-    references,
-    resources,
-    runs,
-)
+from duel.host.plan import deployment, drift, planner, references, resources
+from duel.host.provenance import runs
+from duel.host.render import chart_kinds, outcome
+from duel.host.stacks import eras, images
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
@@ -34,21 +26,21 @@ USE_APPTAINER = (
 # re-parse (on a SLURM node, or a subprocess) trusts it and probes nothing.
 MAIN_PROCESS = workflow.is_main_process
 
-plan.prepare_config(config)
+planner.prepare_config(config)
 validate(config, "../config/schema/config.schema.yaml")
 try:
-    CELLS = plan.plan_cells(
+    CELLS = planner.plan_cells(
         config, CHECKOUT, apptainer_enabled=USE_APPTAINER, probe=MAIN_PROCESS
     )
-except plan.PlanError as error:
+except planner.PlanError as error:
     raise WorkflowError(str(error))
 
 # The workflow's own environment against its lock file: checked once, by the main invocation
-# (not again by each job's re-parse on a cluster node), before any job starts (duel/host/drift.py).
+# (not again by each job's re-parse on a cluster node), before any job starts (duel/host/plan/drift.py).
 if workflow.is_main_process:
     try:
         drift.check_workflow_env(CHECKOUT, config.get("accept_drift", False))
-    except plan.PlanError as error:
+    except planner.PlanError as error:
         raise WorkflowError(str(error))
 
 
@@ -57,9 +49,9 @@ def drift_record(wildcards):
     return ["--accept-drift"] if config.get("accept_drift", False) else []
 
 
-MODELS_DIR = plan.resolve_models_dir(config, CHECKOUT)
-ERA_ENVS_DIR = plan.resolve_era_envs_dir(config, CHECKOUT)
-METHODS = plan.as_list(config["method"])
+MODELS_DIR = planner.resolve_models_dir(config, CHECKOUT)
+ERA_ENVS_DIR = planner.resolve_era_envs_dir(config, CHECKOUT)
+METHODS = planner.as_list(config["method"])
 RUN_CELL = os.path.join(CHECKOUT, "scripts", "run_cell.py")
 MAKE_REFERENCE = os.path.join(CHECKOUT, "scripts", "make_reference.py")
 RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "run_in_docker.py")
@@ -70,7 +62,7 @@ RUNNER = config["runner"]
 
 def check_references():
     """The references and kept artifacts on disk against what their jobs recorded
-    (duel/host/references.py): refused while planning, since a cell that read a damaged one
+    (duel/host/plan/references.py): refused while planning, since a cell that read a damaged one
     would replace its good shard.
     """
     kinds = {"inference": REFERENCE, "training": TRAINING_WEIGHTS}
@@ -104,7 +96,7 @@ NATIVE_SOURCES = sorted(
     os.path.join(CHECKOUT, "native", name)
     for name in os.listdir(os.path.join(CHECKOUT, "native"))
 )
-RUNNERS_DIR = plan.resolve_dir(config, "runners_dir", ".runners", CHECKOUT)
+RUNNERS_DIR = planner.resolve_dir(config, "runners_dir", ".runners", CHECKOUT)
 
 
 def is_native(wildcards):
@@ -245,7 +237,7 @@ def round_priority(wildcards):
 
 
 def shard_paths():
-    return [plan.shard_path(cell) for cell in CELLS]
+    return [planner.shard_path(cell) for cell in CELLS]
 
 
 def summary_outputs():
@@ -253,13 +245,13 @@ def summary_outputs():
 
 
 def model_config(wildcards):
-    return plan.model_config_path(MODELS_DIR, wildcards.model)
+    return planner.model_config_path(MODELS_DIR, wildcards.model)
 
 
 def cell_mem_mb(wildcards):
     task = getattr(wildcards, "task", "inference")
-    batch_sizes, sequence_lengths = plan.task_grid(config, task)
-    return plan.estimate_mem_mb(
+    batch_sizes, sequence_lengths = planner.task_grid(config, task)
+    return planner.estimate_mem_mb(
         models.load_model_spec(model_config(wildcards)),
         max(batch_sizes),
         max(sequence_lengths),
@@ -320,7 +312,7 @@ def artifact_output():
 def grid(wildcards):
     """The batch sizes and lengths of the cell's task, as command-line lists."""
     task = getattr(wildcards, "task", "inference")  # an export has no task: inference
-    batch_sizes, sequence_lengths = plan.task_grid(config, task)
+    batch_sizes, sequence_lengths = planner.task_grid(config, task)
     return {
         "batch_sizes": joined(batch_sizes),
         "sequence_lengths": joined(sequence_lengths),
@@ -343,7 +335,7 @@ def cores_given():
 
 
 def timing_threads(wildcards):
-    """Cores a cell or reference takes and times with (duel/host/resources.py).
+    """Cores a cell or reference takes and times with (duel/host/plan/resources.py).
 
     Decided per job, once Snakemake knows whether its jobs run here or go to a cluster.
     """
@@ -351,14 +343,14 @@ def timing_threads(wildcards):
         return resources.timing_threads(
             config.get("cell_threads"), workflow.non_local_exec, cores_given
         )
-    except plan.PlanError as error:
+    except planner.PlanError as error:
         raise WorkflowError(str(error))
 
 
 def cell_runtime_min(wildcards, threads):
     """Walltime for a scheduler, from the grid and FLOPs of the cell's own task
-    (duel/host/resources.py)."""
-    batch_sizes, sequence_lengths = plan.task_grid(config, wildcards.task)
+    (duel/host/plan/resources.py)."""
+    batch_sizes, sequence_lengths = planner.task_grid(config, wildcards.task)
     return resources.cell_runtime_min(
         models.load_model_spec(model_config(wildcards)),
         batch_sizes,
@@ -386,17 +378,17 @@ def check_devices_here():
     """
     if not workflow.non_local_exec:
         try:
-            plan.check_devices(config["devices"])
-        except plan.PlanError as error:
+            planner.check_devices(config["devices"])
+        except planner.PlanError as error:
             raise WorkflowError(str(error))
 
 
 def check_disk_here():
-    """A real run needs room for what it will write (duel/host/plan.py): checked before any job."""
+    """A real run needs room for what it will write (duel/host/plan/planner.py): checked before any job."""
     if MAIN_PROCESS:
         try:
-            plan.check_disk(config, CHECKOUT)
-        except plan.PlanError as error:
+            planner.check_disk(config, CHECKOUT)
+        except planner.PlanError as error:
             raise WorkflowError(str(error))
 
 
@@ -404,8 +396,8 @@ def check_cluster_here():
     """A run that sends its jobs to SLURM needs a controller that answers, before any job."""
     if getattr(workflow.executor_plugin, "name", None) == "slurm":
         try:
-            plan.check_slurm_controller()
-        except plan.PlanError as error:
+            planner.check_slurm_controller()
+        except planner.PlanError as error:
             raise WorkflowError(str(error))
 
 
@@ -433,7 +425,7 @@ onerror:
     record_run_end("error")
 
 
-# Run manifests (duel/host/runs.py): written by the main process of a real run only (these
+# Run manifests (duel/host/provenance/runs.py): written by the main process of a real run only (these
 # handlers never run in a dry run; a cluster job re-parsing the workflow is not the main process).
 RUN_MANIFEST = []
 
@@ -442,7 +434,7 @@ def record_run_start():
     if not workflow.is_main_process or workflow.dryrun:
         return
     model_files = [
-        plan.model_config_path(MODELS_DIR, model) for model in config["models"]
+        planner.model_config_path(MODELS_DIR, model) for model in config["models"]
     ]
     RUN_MANIFEST.append(
         runs.start(
@@ -460,7 +452,7 @@ def record_run_start():
 
 
 def say_outcome():
-    """The run's end-of-run lines (duel/host/outcome.py) on the console."""
+    """The run's end-of-run lines (duel/host/render/outcome.py) on the console."""
     if workflow.is_main_process and not workflow.dryrun:
         for line in outcome.lines_of_run(shard_paths()):
             print(line, file=sys.stderr)

@@ -1,13 +1,13 @@
 # Compare this run with an earlier one (config key baseline): what got faster or slower, how
 # sure, and what changed in between (scripts/compare_runs.py), in results/comparison/.
-from duel.host import compare
+from duel.host.compare import changes
 
 # The baseline's summary, read at planning, so a bad path stops the run before any job starts.
 try:
-    BASELINE = compare.baseline_summary(
+    BASELINE = changes.baseline_summary(
         config.get("baseline"), "results/summary.parquet"
     )
-except compare.CompareError as error:
+except changes.CompareError as error:
     raise WorkflowError("config key baseline: %s" % error)
 # What `rule all` builds when the config names a baseline.
 COMPARE_OUTPUTS = ["results/comparison/comparison.md"] if BASELINE else []

@@ -1,10 +1,10 @@
-"""Snakemake script: build one era's virtual environment from its lock file (duel.host.eras)."""
+"""Snakemake script: build one era's virtual environment from its lock file (duel.host.stacks.eras)."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.host import eras  # noqa: E402
+from duel.host.stacks import eras  # noqa: E402
 
 if __name__ == "__main__" and "snakemake" in globals():
     with open(snakemake.log[0], "w") as log:  # noqa: F821

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/compare_runs.py BASE NEW --output DIR
 
 BASE (the baseline) and NEW are run directories or their results/summary.parquet. Writes
-DIR/comparison.{md,csv,xlsx,png,svg} and DIR/environment.csv (duel/host/compare_report.py).
+DIR/comparison.{md,csv,xlsx,png,svg} and DIR/environment.csv (duel/host/compare/report.py).
 Exit status: 0 when no point is clearly slower by more than --threshold, 1 when one is, 2 on
 bad input (one line on stderr, nothing written). Also the script of the workflow's
 compare_baseline rule (config key baseline), where a slowdown does not fail the rule.
@@ -15,7 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.host import compare, compare_report, statistics  # noqa: E402
+from duel.host.compare import changes, report  # noqa: E402
+from duel.host.verdicts import statistics  # noqa: E402
 
 PROG = "compare_runs.py"
 
@@ -68,7 +69,7 @@ def parser():
     result.add_argument("--threshold", type=positive, default=None,
                         help="exit 1 when a point's new/base interval lies wholly above "
                              "1 + this (default: the minimum effect)")
-    result.add_argument("--ignore", action="append", default=[], choices=compare.IGNORABLE,
+    result.add_argument("--ignore", action="append", default=[], choices=changes.IGNORABLE,
                         help="match points across this identity key, e.g. --ignore era to "
                              "compare an hf2019 run with a current one (repeatable)")
     result.add_argument("--fail-on-new-failures", action="store_true",
@@ -85,17 +86,17 @@ def parser():
 def run(base, new, output, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=None,
         fail_on_new_failures=False, resamples=statistics.RESAMPLES, machine_band=True):
     """Compare, write the outputs, print the summary's first lines; the exit status."""
-    compare_report.check_output(output)
-    result = compare.compare(compare.read_run(base), compare.read_run(new), ignore, min_effect,
+    report.check_output(output)
+    result = changes.compare(changes.read_run(base), changes.read_run(new), ignore, min_effect,
                              threshold, resamples=resamples,
                              fail_on_new_failures=fail_on_new_failures,
                              machine_band=machine_band)
-    compare_report.write_outputs(result, output)
+    report.write_outputs(result, output)
     for line in result.warnings:
         print(line)
-    counts = compare.verdict_counts(result.points)
+    counts = changes.verdict_counts(result.points)
     print(", ".join("%s %d" % (verdict, count) for verdict, count in counts.values if count))
-    print(compare_report.ci_status_line(result))
+    print(report.ci_status_line(result))
     print("written to %s" % output)
     return result.exit_status
 
@@ -110,7 +111,7 @@ def main(argv=None):
         return run(arguments.base, arguments.new, arguments.output, arguments.ignore,
                    arguments.min_effect, arguments.threshold, arguments.fail_on_new_failures,
                    arguments.resamples, arguments.machine_band)
-    except compare.CompareError as error:
+    except changes.CompareError as error:
         sys.stderr.write("%s: error: %s\n" % (PROG, error))
         return 2
 

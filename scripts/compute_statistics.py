@@ -6,7 +6,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pandas as pd  # noqa: E402
 
-from duel.host import pages, statistics, summary  # noqa: E402
+from duel.host.render import pages  # noqa: E402
+from duel.host.tables import summary  # noqa: E402
+from duel.host.verdicts import statistics  # noqa: E402
 
 
 def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path,

@@ -6,7 +6,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pandas as pd  # noqa: E402
 
-from duel.host import pages, runs  # noqa: E402
+from duel.host.provenance import runs  # noqa: E402
+from duel.host.render import pages  # noqa: E402
 
 
 def main(parquet_path, lock_files, html_path):

@@ -6,7 +6,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pandas as pd  # noqa: E402
 
-from duel.host import plots  # noqa: E402
+from duel.host.render import plots  # noqa: E402
 
 
 def read_ratios(path):

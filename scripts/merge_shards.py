@@ -4,7 +4,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from duel.host import history, outcome, runs, spreadsheet, summary  # noqa: E402
+from duel.host.provenance import runs  # noqa: E402
+from duel.host.render import outcome, spreadsheet  # noqa: E402
+from duel.host.tables import history, summary  # noqa: E402
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):

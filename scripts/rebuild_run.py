@@ -24,7 +24,7 @@ REPOSITORY = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from duel.cell import environment  # noqa: E402
-from duel.host import rebuild  # noqa: E402
+from duel.host.provenance import rebuild  # noqa: E402
 
 COMPARE_RUNS = os.path.join(HERE, "compare_runs.py")
 

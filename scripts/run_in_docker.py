@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 
 from duel.cell import conditions  # noqa: E402
 from duel.cell.environment import git_commit  # noqa: E402
-from duel.host import images  # noqa: E402
+from duel.host.stacks import images  # noqa: E402
 
 EXIT_MEANINGS = {
     125: "docker could not create or start the container (its message is above)",

@@ -37,9 +37,9 @@ def snakemake(workdir, *args, timeout=1200, check=True, env=None):
 
 def shard_file(workdir, framework, mode, model, era="current", replicate=1):
     """Where the workflow writes a cpu fp32 inference cell's shard under ``workdir``."""
-    from duel.host import plan
-    cell = plan.Cell(era, "cpu", framework, mode, "fp32", "inference", model, replicate)
-    return os.path.join(str(workdir), plan.shard_path(cell))
+    from duel.host.plan import planner
+    cell = planner.Cell(era, "cpu", framework, mode, "fp32", "inference", model, replicate)
+    return os.path.join(str(workdir), planner.shard_path(cell))
 
 
 def write_config(workdir, **values):

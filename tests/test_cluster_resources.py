@@ -6,8 +6,8 @@ import pytest
 
 from conftest import MODELS, TEST_MODELS, snakemake
 from duel.cell import environment, models
-from duel.host import resources
-from duel.host.plan import PlanError
+from duel.host.plan import resources
+from duel.host.plan.planner import PlanError
 
 DUEL = {"warmup_calls": 3, "min_samples": 10, "min_time_s": 1.0, "max_samples": 1000,
         "max_time_s": 60.0}

@@ -1,4 +1,4 @@
-"""Comparing two runs (scripts/compare_runs.py, duel/host/compare.py): known answers on synthetic
+"""Comparing two runs (scripts/compare_runs.py, duel/host/compare/changes.py): known answers on synthetic
 runs, every bad input, the environment differences, and two real tiny workflow runs."""
 import os
 import subprocess
@@ -13,7 +13,7 @@ import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, snakemake, write_config
 from duel.cell import contract, shard
-from duel.host import compare
+from duel.host.compare import changes
 
 import compare_runs
 
@@ -132,16 +132,16 @@ def test_aa_with_noise_between_processes_is_not_flagged_but_one_process_each_wou
     within-process interval is too narrow and calls process noise a change."""
     rows_a = synthetic_rows(seed=11, between=0.04, models=("a", "b", "c", "d"))
     rows_b = synthetic_rows(seed=12, between=0.04, models=("a", "b", "c", "d"))
-    base, new = (compare.read_run_frame(pd.DataFrame(rows)) for rows in (rows_a, rows_b))
-    result = compare.compare(base, new)
+    base, new = (changes.read_run_frame(pd.DataFrame(rows)) for rows in (rows_a, rows_b))
+    result = changes.compare(base, new)
     assert len(result.points) == 40
     assert (result.points["verdict"] == "no clear change").mean() >= 0.95
     assert result.exit_status == 0
     assert set(result.points["interval"]) == {"between processes"}
     one_a = [row for row in rows_a if row["replicate"] == 1]
     one_b = [row for row in rows_b if row["replicate"] == 1]
-    single = compare.compare(compare.read_run_frame(pd.DataFrame(one_a)),
-                             compare.read_run_frame(pd.DataFrame(one_b)))
+    single = changes.compare(changes.read_run_frame(pd.DataFrame(one_a)),
+                             changes.read_run_frame(pd.DataFrame(one_b)))
     assert set(single.points["interval"]) == {"within one process only"}
     assert (single.points["verdict"] != "no clear change").sum() >= 5
 
@@ -154,7 +154,7 @@ def test_environment_differences_are_listed_exactly(tmp_path):
     new = write_run(tmp_path / "new", synthetic_rows(seed=2, env=changed,
                                                      started="2026-12-01T07:00:00+00:00"),
                     extra={"a_future_column": "cafe"})
-    result = compare.compare(compare.read_run(base), compare.read_run(new))
+    result = changes.compare(changes.read_run(base), changes.read_run(new))
     assert result.environment.to_dict("records") == [
         dict(column="framework_version", base="2.13.0+cpu", new="2.14.0+cpu", cells=1,
              which="pytorch eager bert"),
@@ -163,7 +163,7 @@ def test_environment_differences_are_listed_exactly(tmp_path):
              which="all 2 matched cells"),
     ]
     assert result.warnings == []  # same hardware, methods, eras; the base is older
-    text = compare.compare(compare.read_run(new), compare.read_run(base)).warnings
+    text = changes.compare(changes.read_run(new), changes.read_run(base)).warnings
     assert text == ["The baseline looks newer than the new run (base started "
                     "2026-12-01T07:00:00+00:00, new 2026-12-01T06:00:00+00:00): the first "
                     "argument is the baseline."]
@@ -195,18 +195,18 @@ def test_a_machine_that_ran_at_another_speed_is_said_before_the_points(tmp_path)
     """The canary (the same numpy product in every run) took 16% less time in the new run, as
     the machine did between the two runs of the README's A/A pair: the comparison says so first,
     since a change of that size on every point may be the machine's."""
-    base = compare.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=1), 0.186)))
-    faster = compare.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=2), 0.156)))
-    same = compare.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=3), 0.180)))
-    assert compare.compare(base, faster).warnings == [
+    base = changes.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=1), 0.186)))
+    faster = changes.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=2), 0.156)))
+    same = changes.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=3), 0.180)))
+    assert changes.compare(base, faster).warnings == [
         "THE MACHINE CHANGED SPEED: the canary (a fixed numpy matrix product timed around every "
         "point, on the cell's own cores) took 0.188 ms in base and 0.158 ms in new (new / base "
         "0.84): the machine or the cores each cell had changed, not only the software. Only "
         "changes beyond 0.80-1.05 count, and beyond the canary's change around a point where "
         "that is larger (--no-machine-band: the minimum effect alone)."]
-    assert compare.compare(base, same).warnings == []  # 3% apart: within the minimum effect
-    unrecorded = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=4)))
-    assert compare.compare(unrecorded, faster).warnings == []  # an older run: no canary
+    assert changes.compare(base, same).warnings == []  # 3% apart: within the minimum effect
+    unrecorded = changes.read_run_frame(pd.DataFrame(synthetic_rows(seed=4)))
+    assert changes.compare(unrecorded, faster).warnings == []  # an older run: no canary
 
 
 def uniformly_slower(seed, factor, canary_ms, slow=None):
@@ -216,7 +216,7 @@ def uniformly_slower(seed, factor, canary_ms, slow=None):
             row["samples"] = [value * factor for value in row["samples"]]
             for name in ("mean", "median", "std", "min", "max", "p90"):
                 row[name] *= factor
-    return compare.read_run_frame(pd.DataFrame(with_canary(rows, canary_ms)))
+    return changes.read_run_frame(pd.DataFrame(with_canary(rows, canary_ms)))
 
 
 @pytest.mark.unit
@@ -227,16 +227,16 @@ def test_a_change_within_the_machines_own_is_not_credited_to_the_software():
     of them slower."""
     base = uniformly_slower(1, 1.0, 0.160)
     drifted = uniformly_slower(2, 1.25, 0.200)
-    result = compare.compare(base, drifted)
+    result = changes.compare(base, drifted)
     assert result.machine_shift == pytest.approx(1.25)
     assert set(result.points["verdict"]) == {"no clear change"} and result.exit_status == 0
     assert set(result.points["note"]) == {"within the machine's own change (canary x1.25)"}
     assert "Only changes beyond 0.95-1.31 count" in result.warnings[0]
     worse = uniformly_slower(3, 1.25, 0.200, slow={("pytorch", 2, 128): 1.6})
-    found = compare.compare(base, worse)
+    found = changes.compare(base, worse)
     assert found.exit_status == 1
     assert found.points.loc[found.points["verdict"] == "slower", "point"].tolist() == ["2x128"]
-    plain = compare.compare(base, drifted, machine_band=False)
+    plain = changes.compare(base, drifted, machine_band=False)
     assert plain.machine_shift == 1.0 and plain.exit_status == 1
     assert (plain.points["verdict"] == "slower").all()
     assert plain.warnings[0].endswith("The verdicts do not allow for it (--no-machine-band).")
@@ -250,7 +250,7 @@ def slowed_at(seed, point, factor, canary_factor):
         if (row["framework"], row["batch_size"], row["seq_len"]) == point:
             row["canary_before_ms"] *= canary_factor
             row["canary_after_ms"] *= canary_factor
-    return compare.read_run_frame(pd.DataFrame(rows))
+    return changes.read_run_frame(pd.DataFrame(rows))
 
 
 @pytest.mark.unit
@@ -260,20 +260,20 @@ def test_a_point_timed_while_the_machine_was_slow_is_judged_against_its_own_cana
     ran 1.5x slower is not called 1.45x slower (the run-wide canary did not move); 2x slower it
     still is; the same 1.45x on a point whose canary did not move is found."""
     base = slowed_at(1, ("pytorch", 2, 128), 1.0, 1.0)
-    local = compare.compare(base, slowed_at(2, ("pytorch", 2, 128), 1.45, 1.5))
+    local = changes.compare(base, slowed_at(2, ("pytorch", 2, 128), 1.45, 1.5))
     assert local.machine_shift == 1.0 and local.warnings == [] and local.exit_status == 0
     point = by_point(local.points, "pytorch", 2, 128)
     assert point["canary_ratio"] == pytest.approx(1.5)
     assert (point["verdict"], point["note"]) == (
         "no clear change", "within the machine's own change (canary x1.50)")
-    beyond = compare.compare(base, slowed_at(3, ("pytorch", 2, 128), 2.0, 1.5))
+    beyond = changes.compare(base, slowed_at(3, ("pytorch", 2, 128), 2.0, 1.5))
     assert beyond.exit_status == 1
     assert beyond.points.loc[beyond.points["verdict"] == "slower", "point"].tolist() == ["2x128"]
-    elsewhere = compare.compare(base, slowed_at(4, ("pytorch", 1, 8), 1.45, 1.0))
+    elsewhere = changes.compare(base, slowed_at(4, ("pytorch", 1, 8), 1.45, 1.0))
     assert elsewhere.exit_status == 1
     assert elsewhere.points.loc[elsewhere.points["verdict"] == "slower", "point"].tolist() == [
         "1x8"]
-    plain = compare.compare(base, slowed_at(2, ("pytorch", 2, 128), 1.45, 1.5),
+    plain = changes.compare(base, slowed_at(2, ("pytorch", 2, 128), 1.45, 1.5),
                             machine_band=False)
     assert plain.exit_status == 1
 
@@ -291,7 +291,7 @@ def test_a_canary_timed_with_another_numpy_does_not_widen_the_band():
             row["samples"] = [value * 1.25 for value in row["samples"]]
             for name in ("mean", "median", "std", "min", "max", "p90"):
                 row[name] *= 1.25
-    result = compare.compare(base, compare.read_run_frame(pd.DataFrame(rows)))
+    result = changes.compare(base, changes.read_run_frame(pd.DataFrame(rows)))
     assert result.machine_shift == 1.0 and result.exit_status == 1
     assert (result.points["verdict"] == "slower").all()
     assert result.points["canary_ratio"].isna().all()
@@ -329,7 +329,7 @@ def test_old_summaries_without_replicates_or_precision_are_compared(tmp_path):
     old = [row for row in synthetic_rows(seed=1) if row["replicate"] == 1]
     base = write_run(tmp_path / "base", old, drop=("replicate", "precision", "pyarrow_version"))
     new = write_run(tmp_path / "new", synthetic_rows(seed=2))
-    result = compare.compare(compare.read_run(base), compare.read_run(new))
+    result = changes.compare(changes.read_run(base), changes.read_run(new))
     assert (result.points["replicates_base"] == 1).all()
     assert (result.points["replicates_new"] == 3).all()
     assert set(result.points["interval"]) == {"within one process only"}
@@ -484,11 +484,11 @@ def test_a_bad_baseline_stops_the_workflow_before_any_job(tmp_path):
 
 @pytest.mark.unit
 def test_other_methods_are_said_loudly_and_matched_only_when_asked():
-    base = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=1, method="duel")))
-    new = compare.read_run_frame(pd.DataFrame(synthetic_rows(seed=2, method="timeit")))
-    with pytest.raises(compare.CompareError, match="no point in common"):
-        compare.compare(base, new)
-    result = compare.compare(base, new, ignore=["method"])
+    base = changes.read_run_frame(pd.DataFrame(synthetic_rows(seed=1, method="duel")))
+    new = changes.read_run_frame(pd.DataFrame(synthetic_rows(seed=2, method="timeit")))
+    with pytest.raises(changes.CompareError, match="no point in common"):
+        changes.compare(base, new)
+    result = changes.compare(base, new, ignore=["method"])
     assert result.warnings[0] == ("DIFFERENT METHODS: base timed with duel, new with timeit "
                                   "(matched across methods: --ignore method).")
     assert set(result.points["statistic"]) == {"mean"}  # the new side's method's figure

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO, SCRIPTS
-from duel.host import eras
+from duel.host.stacks import eras
 
 PROBE = r"""
 import glob, json, os, sys

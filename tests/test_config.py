@@ -15,7 +15,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
 from conftest import REPO, snakemake
-from duel.host import plan
+from duel.host.plan import planner
 
 DEFAULT_CONFIG = os.path.join(REPO, "config", "config.yaml")
 SCHEMA = os.path.join(REPO, "config", "schema", "config.schema.yaml")
@@ -63,10 +63,10 @@ def plan_as_common_smk(overrides, warn=None, config_out=None):
     with open(DEFAULT_CONFIG) as handle:
         config = yaml.safe_load(handle)
     update_config(config, parse_config(overrides))
-    plan.prepare_config(config, warn)
+    planner.prepare_config(config, warn)
     validate(config, SCHEMA)
-    cells = plan.plan_cells(config, REPO)
-    plan.check_devices(config["devices"], has_gpu=lambda: False)
+    cells = planner.plan_cells(config, REPO)
+    planner.check_devices(config["devices"], has_gpu=lambda: False)
     if config_out is not None:
         config_out.update(config)
     return cells
@@ -79,7 +79,7 @@ def case_id(case):
 @pytest.mark.unit
 @pytest.mark.parametrize("overrides, words", BAD, ids=[case_id(case) for case in BAD])
 def test_bad_config_is_refused_by_the_planning_code(overrides, words):
-    with pytest.raises((WorkflowError, plan.PlanError)) as error:
+    with pytest.raises((WorkflowError, planner.PlanError)) as error:
         plan_as_common_smk(overrides)
     for word in words:
         assert word in str(error.value), str(error.value)
@@ -150,19 +150,19 @@ def test_the_default_and_2019_configs_plan(tmp_path):
 
 @pytest.mark.unit
 def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
-    from duel.host import plan
+    from duel.host.plan import planner
     config = {"eras": ["current"], "devices": ["cpu", "cuda"], "frameworks": ["pytorch"],
               "modes": {"pytorch": ["eager"]}, "precisions": ["fp32", "bf16"],
               "tasks": ["inference"], "models": ["gpt2"], "batch_sizes": [1],
               "sequence_lengths": [8], "method": "duel", "duel": {"max_samples": 10}}
-    plan.check_devices(config["devices"], has_gpu=lambda: True)
-    cells = plan.plan_cells(config, REPO)
+    planner.check_devices(config["devices"], has_gpu=lambda: True)
+    cells = planner.plan_cells(config, REPO)
     assert [(cell.device, cell.precision) for cell in cells] == [
         ("cpu", "fp32"), ("cpu", "bf16"), ("cuda", "fp32"), ("cuda", "bf16")]
-    assert plan.shard_path(cells[-1]) == \
+    assert planner.shard_path(cells[-1]) == \
         "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2/r1.parquet"
-    with pytest.raises(plan.PlanError, match="no NVIDIA GPU"):
-        plan.check_devices(config["devices"], has_gpu=lambda: False)
+    with pytest.raises(planner.PlanError, match="no NVIDIA GPU"):
+        planner.check_devices(config["devices"], has_gpu=lambda: False)
 
 
 # A model config in models_dir that planning cannot read: the text, and words of its one line.
@@ -190,8 +190,8 @@ BROKEN_MODEL_CONFIGS = {
 def test_a_broken_model_config_is_refused_in_one_line_naming_the_file(tmp_path, case):
     text, words = BROKEN_MODEL_CONFIGS[case]
     (tmp_path / "broken.json").write_text(text)
-    with pytest.raises(plan.PlanError) as error:
-        plan.check_models(["broken"], str(tmp_path))
+    with pytest.raises(planner.PlanError) as error:
+        planner.check_models(["broken"], str(tmp_path))
     message = str(error.value)
     assert message.startswith(str(tmp_path / "broken.json")) and words in message, message
     assert len(message.splitlines()) == 1
@@ -199,28 +199,28 @@ def test_a_broken_model_config_is_refused_in_one_line_naming_the_file(tmp_path, 
 
 @pytest.mark.unit
 def test_a_models_dir_that_does_not_exist_is_refused_in_one_line(tmp_path):
-    with pytest.raises(plan.PlanError, match="^config key 'models_dir': %s is not a folder$"
+    with pytest.raises(planner.PlanError, match="^config key 'models_dir': %s is not a folder$"
                        % (tmp_path / "nowhere")):
-        plan.check_models(["gpt2"], str(tmp_path / "nowhere"))
+        planner.check_models(["gpt2"], str(tmp_path / "nowhere"))
 
 
 @pytest.mark.unit
 def test_every_shipped_model_config_is_read_by_planning():
     names = sorted(name[:-5] for name in os.listdir(os.path.join(REPO, "config", "models")))
-    specs = plan.check_models(names, os.path.join(REPO, "config", "models"))
+    specs = planner.check_models(names, os.path.join(REPO, "config", "models"))
     assert sorted(specs) == names and len(names) == 10
-    assert all(plan.parameters(spec) > 1e7 for spec in specs.values())
+    assert all(planner.parameters(spec) > 1e7 for spec in specs.values())
 
 
 @pytest.mark.unit
 def test_the_plan_is_counted_without_building_it():
     config = {}
     plan_as_common_smk([], config_out=config)
-    size = plan.count_plan(dict(config, replicates=10 ** 9))
+    size = planner.count_plan(dict(config, replicates=10 ** 9))
     assert (size.cells, size.jobs, size.references) == (9, 9 * 10 ** 9 + 3, 3)
     assert size.points == 9 * 10 ** 9 * 2 * 3
-    with pytest.raises(plan.PlanError, match="this config makes 9000000003 jobs"):
-        plan.check_plan_size(size, 5000)
-    plan.check_plan_size(plan.count_plan(config), 30)  # the default grid's 30 jobs fit in 30
-    with pytest.raises(plan.PlanError, match="this config makes 30 jobs"):
-        plan.check_plan_size(plan.count_plan(config), 29)
+    with pytest.raises(planner.PlanError, match="this config makes 9000000003 jobs"):
+        planner.check_plan_size(size, 5000)
+    planner.check_plan_size(planner.count_plan(config), 30)  # the default grid's 30 jobs fit in 30
+    with pytest.raises(planner.PlanError, match="this config makes 30 jobs"):
+        planner.check_plan_size(planner.count_plan(config), 29)

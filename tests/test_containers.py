@@ -16,7 +16,7 @@ import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
 from duel.cell import conditions, locks
-from duel.host import eras, image_build, images
+from duel.host.stacks import eras, image_build, images
 import run_in_docker
 
 ERAS_DEVICES = [(era, device) for era in ("current", "hf2019") for device in ("cpu", "cuda")]

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import SCRIPTS, TEST_MODELS, snakemake
-from duel.host import peaks
+from duel.host.tables import peaks
 
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import QUICK, REPO, SCRIPTS, TEST_MODELS, snakemake, write_config
 from duel.cell import timing
-from duel.host import deployment
+from duel.host.plan import deployment
 
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 RUNNERS_DIR = os.path.join(REPO, ".runners")  # the workflow's default: built once, reused

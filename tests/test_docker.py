@@ -21,7 +21,8 @@ import pytest
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
 from duel.cell.environment import git_commit
-from duel.host import images, plan
+from duel.host.plan import planner
+from duel.host.stacks import images
 
 pytestmark = pytest.mark.docker
 
@@ -35,8 +36,8 @@ def shard_file(workdir, framework, mode, model=MODEL):
 
 
 def cell_log(workdir, framework, mode, model=MODEL):
-    cell = plan.Cell("current", "cpu", framework, mode, "fp32", "inference", model, 1)
-    return os.path.join(str(workdir), plan.LOG_PATTERN.format(**cell._asdict()))
+    cell = planner.Cell("current", "cpu", framework, mode, "fp32", "inference", model, 1)
+    return os.path.join(str(workdir), planner.LOG_PATTERN.format(**cell._asdict()))
 
 
 def snakemake_command(workdir, config, *args):

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import REPO, SCRIPTS, snakemake
-from duel.host import eras
+from duel.host.stacks import eras
 
 TINY_LOCK = ("# requires-python: 3.7\n"
              "six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254"

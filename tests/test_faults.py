@@ -175,7 +175,7 @@ def test_a_changed_reference_of_the_same_size_is_found_by_its_hash(interrupted_r
     folder = os.path.join(str(workdir), "results", "reference", "current", MODEL)
     copy = tmp_path / "reference"
     shutil.copytree(folder, str(copy))
-    from duel.host import references
+    from duel.host.plan import references
     references.check(str(copy / "reference.json"))  # copied with its times: nothing to hash
     (weights,) = glob.glob(str(copy / "tensorflow" / "*.h5"))
     with open(weights, "r+b") as handle:

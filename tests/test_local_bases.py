@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO, SCRIPTS
-from duel.host import eras, image_build, images, python_base, wheel_cache
+from duel.host.stacks import eras, image_build, images, python_base, wheel_cache
 from duel.cell import locks
 
 pytestmark = pytest.mark.unit

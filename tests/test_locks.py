@@ -16,7 +16,7 @@ import pytest
 
 from conftest import QUICK, REPO, SCRIPTS, TEST_MODELS, shard_file, write_config
 from duel.cell import locks
-from duel.host import eras
+from duel.host.stacks import eras
 
 INSTALLED = ["envs/current-cpu.txt", "envs/tests.txt", "envs/slurm.txt", "envs/uv.txt",
              "envs/current-cuda.txt", "envs/hf2019.txt", "envs/hf2019-cuda.txt",

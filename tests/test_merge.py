@@ -12,7 +12,9 @@ import pytest
 
 from conftest import SCRIPTS
 from duel.cell import contract, shard
-from duel.host import comparisons, spreadsheet, summary
+from duel.host.render import spreadsheet
+from duel.host.tables import summary
+from duel.host.verdicts import comparisons
 
 pytestmark = pytest.mark.unit
 
@@ -214,7 +216,7 @@ def test_a_shard_from_before_the_rename_reads_method_hf2019_as_timeit(tmp_path):
 
 
 def test_historical_sheet_sets_published_figures_beside_this_run(tmp_path):
-    from duel.host import history
+    from duel.host.tables import history
     paths = era_shards(tmp_path)
     frame = summary.read_shards(paths)
     table = history.historical_table(frame)
@@ -230,7 +232,7 @@ def test_historical_sheet_sets_published_figures_beside_this_run(tmp_path):
 
 
 def test_2019_csv_layout(tmp_path):
-    from duel.host import history
+    from duel.host.tables import history
     paths = era_shards(tmp_path)
     written = history.write_2019_csvs(summary.read_shards(paths), str(tmp_path / "csv"))
     assert [os.path.basename(p) for p in written] == [

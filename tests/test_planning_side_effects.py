@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import REPO, shard_file, snakemake
-from duel.host import eras
+from duel.host.stacks import eras
 
 pytestmark = pytest.mark.workflow
 

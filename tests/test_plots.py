@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from duel.cell import contract, shard
-from duel.host import plots, statistics, summary
+from duel.host.render import plots
+from duel.host.tables import summary
+from duel.host.verdicts import statistics
 
 pytestmark = pytest.mark.unit
 

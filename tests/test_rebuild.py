@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, write_config
-from duel.host import eras, runs
+from duel.host.provenance import runs
+from duel.host.stacks import eras
 
 pytestmark = pytest.mark.workflow
 
@@ -227,7 +228,7 @@ def test_era_current_is_native_only_while_this_environment_holds_its_lock(tmp_pa
 
 def test_a_folder_of_several_runs_is_rebuilt_part_by_part(tmp_path):
     """Each shard belongs to the newest run that wrote it; a shard no run names is reported."""
-    from duel.host import rebuild
+    from duel.host.provenance import rebuild
 
     results = tmp_path / "results"
     shards = ["results/shards/%s.parquet" % name for name in ("a", "b", "c")]
@@ -247,7 +248,7 @@ def test_a_folder_of_several_runs_is_rebuilt_part_by_part(tmp_path):
 
 
 def test_a_subset_of_models_and_cells_narrows_the_recorded_config(tmp_path):
-    from duel.host import rebuild
+    from duel.host.provenance import rebuild
 
     record = {"config": {"models": ["gpt2", MODEL], "frameworks": ["pytorch", "tensorflow"],
                          "modes": {"pytorch": ["eager"], "tensorflow": ["eager", "function"]},

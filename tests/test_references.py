@@ -1,4 +1,4 @@
-"""The check of recorded files (duel/host/references.py) on folders made here: every way a file
+"""The check of recorded files (duel/host/plan/references.py) on folders made here: every way a file
 can differ from its record, and the work it saves (no hash while a file's time is unchanged).
 A real reference truncated under a real run: tests/test_faults.py."""
 import json
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from duel.cell import files
-from duel.host import references
+from duel.host.plan import references
 
 pytestmark = pytest.mark.unit
 

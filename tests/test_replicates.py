@@ -12,7 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from duel.cell import contract, shard
-from duel.host import plan, replicates, statistics, summary
+from duel.host.plan import planner
+from duel.host.tables import replicates, summary
+from duel.host.verdicts import statistics
 
 
 def process(median, size, seed, jitter=0.02):
@@ -159,10 +161,10 @@ def test_an_old_shard_without_replicate_merges_as_replicate_one(tmp_path):
 
 @pytest.mark.unit
 def test_shard_and_log_paths_follow_the_identity():
-    cell = plan.Cell("current", "cpu", "pytorch", "eager", "fp32", "inference", "gpt2", 2)
-    assert plan.shard_path(cell) == \
+    cell = planner.Cell("current", "cpu", "pytorch", "eager", "fp32", "inference", "gpt2", 2)
+    assert planner.shard_path(cell) == \
         "results/shards/current/cpu/pytorch/eager/fp32/inference/gpt2/r2.parquet"
-    assert plan.LOG_PATTERN.endswith("/{model}/r{replicate}.log")
+    assert planner.LOG_PATTERN.endswith("/{model}/r{replicate}.log")
     assert contract.CELL_KEYS[-1] == "replicate" and "replicate" in contract.NAMES
 
 
@@ -172,7 +174,7 @@ def test_rounds_come_first_in_the_planned_order():
               "modes": {"pytorch": ["eager"], "tensorflow": ["function"]}, "models": ["gpt2"],
               "replicates": 3, "runner": "native", "batch_sizes": [1], "sequence_lengths": [8],
               "method": "duel", "duel": {"max_samples": 10}}
-    cells = plan.plan_cells(config, os.path.dirname(os.path.dirname(__file__)))
+    cells = planner.plan_cells(config, os.path.dirname(os.path.dirname(__file__)))
     assert [cell.replicate for cell in cells] == [1, 1, 2, 2, 3, 3]
 
 

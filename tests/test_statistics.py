@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 
 from duel.cell import contract, shard
-from duel.host import pages, spreadsheet, statistics, summary
+from duel.host.render import pages, spreadsheet
+from duel.host.tables import summary
+from duel.host.verdicts import statistics
 
 pytestmark = pytest.mark.unit
 

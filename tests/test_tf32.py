@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO, SCRIPTS
-from duel.host import peaks
+from duel.host.tables import peaks
 
 PROBE = r"""
 import json, sys

@@ -48,7 +48,7 @@ def file_sha256(path, chunk=1 << 22):
 def describe_files(folder, parts):
     """{path in ``folder``: {size, mtime_ns, sha256}} of every file under each of ``parts``
     (files or folders in ``folder``): what a manifest records so that planning can tell a file
-    truncated or changed after its job wrote it (duel/host/references.py)."""
+    truncated or changed after its job wrote it (duel/host/plan/references.py)."""
     described = {}
     for part in parts:
         top = os.path.join(folder, part)

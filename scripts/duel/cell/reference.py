@@ -131,7 +131,7 @@ def make_training_weights(spec, seed, folder, log=sys.stderr):
 def write_manifest(folder, name, manifest, parts):
     """Write ``name`` in ``folder`` last and atomically, with the versions that made it and the
     size, modification time and SHA-256 of every file under ``parts`` (paths in ``folder``):
-    planning checks them before any cell reads these files (duel/host/references.py)."""
+    planning checks them before any cell reads these files (duel/host/plan/references.py)."""
     import torch
 
     tf = _tensorflow()

@@ -12,7 +12,7 @@ import sys
 
 from duel.cell import locks
 
-from .plan import PlanError
+from duel.host.plan.planner import PlanError
 
 LOCK = os.path.join("envs", "current-cpu.txt")
 MARKER = "duel-env.json"

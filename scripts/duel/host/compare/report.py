@@ -1,4 +1,4 @@
-"""The outputs of a comparison of two runs (compare.py), written all at once.
+"""The outputs of a comparison of two runs (changes.py), written all at once.
 
 In the output folder: ``comparison.md`` (a short summary to paste into a pull request),
 ``comparison.csv`` (every point), ``environment.csv`` (what changed), ``comparison.xlsx``
@@ -20,23 +20,23 @@ from matplotlib import pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from . import compare  # noqa: E402
+from duel.host.compare import changes  # noqa: E402
 
 FILES = ("comparison.md", "comparison.csv", "environment.csv", "comparison.xlsx",
          "comparison.png", "comparison.svg")
 COLOURS = {
-    compare.SLOWER: "#d62728",
-    compare.FASTER: "#2ca02c",
-    compare.UNCLEAR: "#7f7f7f",
-    compare.NEWLY_FAILING: "#9467bd",
-    compare.NEWLY_OK: "#17becf",
+    changes.SLOWER: "#d62728",
+    changes.FASTER: "#2ca02c",
+    changes.UNCLEAR: "#7f7f7f",
+    changes.NEWLY_FAILING: "#9467bd",
+    changes.NEWLY_OK: "#17becf",
 }
 MARKED = {  # verdicts without a ratio: a label where the point would be
-    compare.NEWLY_FAILING: "new fails",
-    compare.NEWLY_OK: "new ok",
-    compare.NOT_COMPARED: "not ok",
-    compare.ONLY_BASE: "base only",
-    compare.ONLY_NEW: "new only",
+    changes.NEWLY_FAILING: "new fails",
+    changes.NEWLY_OK: "new ok",
+    changes.NOT_COMPARED: "not ok",
+    changes.ONLY_BASE: "base only",
+    changes.ONLY_NEW: "new only",
 }
 STYLE = {"font.size": 8, "axes.titlesize": 9, "figure.titlesize": 10, "axes.grid": True,
          "grid.alpha": 0.3, "savefig.dpi": 110, "svg.fonttype": "none",
@@ -74,7 +74,7 @@ def ci_status_line(result):
                 "above 1 + %g)." % (beyond, 100 * result.threshold, result.threshold))
     if result.exit_status:
         return "Exit 1: %d point(s) newly failing." % int(
-            (result.points["verdict"] == compare.NEWLY_FAILING).sum())
+            (result.points["verdict"] == changes.NEWLY_FAILING).sum())
     return "Exit 0: no point clearly slower by more than %g%%." % (100 * result.threshold)
 
 
@@ -82,14 +82,14 @@ def _interval_note(points):
     kinds = set(points["interval"].dropna())
     if not kinds:
         return "No point had enough samples for an interval."
-    if kinds == {compare.statistics.BETWEEN}:
+    if kinds == {changes.statistics.BETWEEN}:
         return "Intervals are between processes (both runs have several replicates)."
     return ("Some intervals are within one process only (a side has one replicate, or the sides "
             "differ): they miss the variation between processes and are too narrow.")
 
 
 def _run_line(name, run):
-    start = compare.started(run)
+    start = changes.started(run)
     replicates = sorted(set(int(value) for value in run.points["replicates"]))
     commits = sorted(set(str(value) for value in run.frame["git_commit"].dropna()))
     return "- %s: `%s` (%d points, replicates %s, started %s, commit %s)" % (
@@ -117,7 +117,7 @@ def markdown(result, limit=20):
     lines.append(_run_line("base", result.base))
     lines.append(_run_line("new", result.new))
     lines.append("")
-    counts = compare.verdict_counts(points)
+    counts = changes.verdict_counts(points)
     lines.append(", ".join("%s %d" % (verdict, count) for verdict, count in counts.values
                            if count) + " (of %d points)." % len(points))
     lines.append("%s A change counts only when its whole 95%% interval lies beyond %g%%. "
@@ -133,7 +133,7 @@ def markdown(result, limit=20):
                         [(row["column"], row["base"], row["new"], row["which"])
                          for _, row in result.environment.iterrows()])
     notable = points[points["verdict"].isin(
-        [compare.SLOWER, compare.FASTER, compare.NEWLY_FAILING, compare.NEWLY_OK])]
+        [changes.SLOWER, changes.FASTER, changes.NEWLY_FAILING, changes.NEWLY_OK])]
     lines.append("")
     lines.append("#### Points that changed")
     lines.append("")
@@ -141,7 +141,7 @@ def markdown(result, limit=20):
         lines.append("None.")
     else:
         notable = notable.assign(_order=notable["verdict"].map(
-            {verdict: index for index, verdict in enumerate(compare.VERDICTS)}))
+            {verdict: index for index, verdict in enumerate(changes.VERDICTS)}))
         notable = notable.sort_values(["_order", "ratio"], ascending=[True, False])
         rows = [(row["cell"], row["point"], row.get("method", ""), _ms(row["base_ms"]),
                  _ms(row["new_ms"]), _number(row["ratio"]), _interval(row),
@@ -166,7 +166,7 @@ def summary_rows(result):
              ["machine shift (canary new / base, 1: none counted)", result.machine_shift],
              [ci_status_line(result)],
              [_interval_note(result.points)], [], ["verdict", "points"]]
-    rows += [list(row) for row in compare.verdict_counts(result.points).values]
+    rows += [list(row) for row in changes.verdict_counts(result.points).values]
     return rows
 
 
@@ -262,7 +262,7 @@ def write_files(result, folder):
 def check_output(folder):
     """Bad input, before anything runs: an output path that is a file."""
     if os.path.exists(folder) and not os.path.isdir(folder):
-        raise compare.CompareError("%s exists and is not a folder" % folder)
+        raise changes.CompareError("%s exists and is not a folder" % folder)
 
 
 def write_outputs(result, folder):

@@ -1,4 +1,4 @@
-"""What a job asks a cluster scheduler for: its cores and its walltime (memory: plan.estimate_mem_mb).
+"""What a job asks a cluster scheduler for: its cores and its walltime (memory: planner.estimate_mem_mb).
 
 A walltime that is too short kills a cell in the middle of its sweep; one that is too long only
 waits longer in the queue. So the estimate is generous, from the grid the cell sweeps: a start-up
@@ -11,7 +11,7 @@ import math
 
 from duel.cell import flops
 
-from .plan import PlanError
+from duel.host.plan.planner import PlanError
 
 STARTUP_S = 600.0  # imports, model build, weights: minutes on a busy shared file system
 POINT_S = 60.0  # input, trace or compile, first call, output check
@@ -64,7 +64,7 @@ def to_minutes(seconds):
 def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, timeit, threads,
                      task="inference"):
     """Walltime (minutes) for a cell sweeping every batch size x length x method of its task's
-    own grid (plan.task_grid); a training call is a whole step (flops.point_flops: about three
+    own grid (planner.task_grid); a training call is a whole step (flops.point_flops: about three
     forward passes, the language-modelling head included)."""
     total = STARTUP_S
     for batch in batch_sizes:

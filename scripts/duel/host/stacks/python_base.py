@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 
-from duel.host import eras, image_build, images
+from duel.host.stacks import eras, image_build, images
 
 SUITE = "bookworm"
 NAME = "duel/python:%s-%s"

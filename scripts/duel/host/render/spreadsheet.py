@@ -35,7 +35,8 @@ import pandas as pd
 from duel.cell import contract
 from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 
-from . import comparisons, history, scopes, statistics, summary
+from duel.host.tables import history, scopes, summary
+from duel.host.verdicts import comparisons, statistics
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}

@@ -9,7 +9,7 @@ import pandas as pd
 
 from duel.cell import contract
 
-from . import summary
+from duel.host.tables import summary
 
 DEFAULT_PRECISION = "fp32"
 SCOPE = ["era", "device", "precision", "task", "method"]

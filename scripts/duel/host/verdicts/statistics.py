@@ -27,7 +27,7 @@ import pandas as pd
 
 from duel.cell import contract
 
-from . import history, replicates, scopes
+from duel.host.tables import history, replicates, scopes
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05  # config key min_effect

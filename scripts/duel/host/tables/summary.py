@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 
 from duel.cell import contract
 
-from . import peaks as peaks_module
-from . import replicates
+from duel.host.tables import peaks as peaks_module
+from duel.host.tables import replicates
 
 IDENTITY = [name for name, _ in contract.IDENTITY]
 CELL_KEYS = list(contract.CELL_KEYS)

@@ -38,7 +38,9 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from duel.cell import contract  # noqa: E402
 
-from . import chart_kinds, comparisons, scopes, statistics, summary  # noqa: E402
+from duel.host.render import chart_kinds  # noqa: E402
+from duel.host.tables import scopes, summary  # noqa: E402
+from duel.host.verdicts import comparisons, statistics  # noqa: E402
 
 KINDS = chart_kinds.KINDS
 FORMATS = ("png", "svg")

@@ -7,7 +7,7 @@ ratio (N/A), never a dropped row.
 """
 import pandas as pd
 
-from . import summary
+from duel.host.tables import summary
 
 POINT_KEYS = ["model", "batch_size", "seq_len", "point"]
 

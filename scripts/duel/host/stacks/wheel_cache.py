@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 from duel.cell import files, locks
-from duel.host import eras, image_build, images
+from duel.host.stacks import eras, image_build, images
 
 
 def sorted_files(lock_path, folder, device):

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from duel.cell import locks
 
-from .images import (ImageError, _read, base_of, definition, dockerfile, file_digest, image_id,
+from duel.host.stacks.images import (ImageError, _read, base_of, definition, dockerfile, file_digest, image_id,
                      lock_of, python_of)
 
 # Bases a locally made Debian image can stand in for: the same release, the same packages.

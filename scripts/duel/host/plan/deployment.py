@@ -15,7 +15,7 @@ import shutil
 from duel.cell import export
 from duel.cell.adapters import deployed
 
-from . import eras
+from duel.host.stacks import eras
 
 
 class DeploymentError(ValueError):

@@ -11,7 +11,8 @@ import pandas as pd
 
 from duel.cell import locks
 
-from . import statistics, summary
+from duel.host.tables import summary
+from duel.host.verdicts import statistics
 
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 1em; color: #222; }

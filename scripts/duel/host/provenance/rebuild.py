@@ -1,4 +1,4 @@
-"""Rebuilding a past run from its manifests (duel/host/runs.py): plan, check, and say how close.
+"""Rebuilding a past run from its manifests (duel/host/provenance/runs.py): plan, check, and say how close.
 
 A run folder may hold shards from several invocations and commits. Each shard belongs to the
 newest manifest that says it wrote it; each such manifest is one *part*, rebuilt at its own
@@ -12,7 +12,8 @@ import subprocess
 
 import yaml
 
-from . import images, runs
+from duel.host.provenance import runs
+from duel.host.stacks import images
 
 
 class RebuildError(ValueError):

@@ -37,7 +37,8 @@ import pandas as pd
 
 from duel.cell import contract
 
-from . import replicates, statistics, summary
+from duel.host.tables import replicates, summary
+from duel.host.verdicts import statistics
 
 SUMMARY = os.path.join("results", "summary.parquet")
 CELL = [name for name in contract.CELL_KEYS if name != "replicate"]

@@ -9,7 +9,7 @@ import os
 
 import pandas as pd
 
-from . import scopes, summary
+from duel.host.tables import scopes, summary
 
 HARDWARE_2019 = {
     "cpu": "32-vCPU Intel Xeon @ 2.3 GHz (TensorFlow built with AVX2)",

@@ -15,9 +15,9 @@ import sys
 
 from duel.cell import contract, flops, models
 
-from . import deployment
-from . import eras as era_envs
-from . import images
+from duel.host.plan import deployment
+from duel.host.stacks import eras as era_envs
+from duel.host.stacks import images
 
 Cell = contract.Cell
 # How a key of the cell's identity appears in its paths (default: the bare value).

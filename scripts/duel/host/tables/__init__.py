@@ -1,0 +1,2 @@
+"""Shards to the long table to the point table: reading and migrating shards, replicates
+combined into points, hardware peaks, and the key lists every report groups by."""

@@ -59,7 +59,7 @@ def test_build_reuse_and_rebuild_of_a_real_environment(tmp_path):
     assert not os.path.exists(os.path.join(prefix, eras.MARKER))  # so the rule rebuilds it
 
 
-ENSURE = ("import sys; sys.path.insert(0, sys.argv[1]); from duel.host import eras; "
+ENSURE = ("import sys; sys.path.insert(0, sys.argv[1]); from duel.host.stacks import eras; "
           "eras.ensure_env('tiny', sys.argv[2], sys.argv[3], open(sys.argv[4], 'w'))")
 
 

@@ -30,10 +30,10 @@ def main(argv=None):
     parser.add_argument("--output-dir", required=True)
     args = parser.parse_args(argv)
 
-    from duel.cell import environment, export, models
+    from duel.cell import artifacts, environment, export, models
 
     threads = args.threads or environment.usable_cpus()
-    prepare_process(export.FORMATS[args.format], args.device, threads)
+    prepare_process(artifacts.FORMATS[args.format], args.device, threads)
     spec = models.load_model_spec(args.model_config)
     shapes = [(batch, length) for batch in args.batch_sizes for length in args.sequence_lengths]
     manifest = export.export_artifacts(args.format, spec, shapes, args.seed, args.reference_dir,

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.unit
 
 CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
              os.path.join(REPO, "scripts", "run_cell.py"),
+             os.path.join(REPO, "scripts", "make_reference.py"),
              # run by the era's own interpreter too (rules/deploy.smk)
              os.path.join(REPO, "scripts", "export_artifacts.py"),
              os.path.join(REPO, "scripts", "build_runner.py")]
@@ -52,6 +53,134 @@ def test_in_cell_code_imports_only_stdlib_numpy_pyarrow_frameworks_transformers(
                 continue
             for root in roots:
                 assert root in sys.stdlib_module_names or root in ALLOWED_IMPORTS, (path, root)
+
+
+SCRIPTS = os.path.join(REPO, "scripts")
+# The host packages in import order: each imports only itself and those before it. store and cli
+# are the rooms of the results store (over tables) and the command line (over everything).
+HOST_LAYERS = ("stacks", "plan", "tables", "store", "verdicts", "render", "compare", "provenance",
+               "cli")
+
+
+def module_name(path, root=SCRIPTS):
+    name = os.path.relpath(path, root)[:-len(".py")].replace(os.sep, ".")
+    return name[:-len(".__init__")] if name.endswith(".__init__") else name
+
+
+def imported_names(path, root=SCRIPTS):
+    """Every module name an import in ``path`` can bind, relative ones resolved, imports inside
+    functions included: ``from a import b`` yields ``a`` and ``a.b``."""
+    name = module_name(path, root)
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            yield base
+            for alias in node.names:
+                yield base + "." + alias.name
+
+
+def import_graph(root=SCRIPTS):
+    """{module: the project modules it imports} over every Python file under ``root``."""
+    files = {module_name(path, root): path for path in python_files([root])}
+    return {name: sorted({target for target in imported_names(path, root)
+                          if target in files and target != name})
+            for name, path in files.items()}
+
+
+def cycles(graph):
+    """The import circles of ``graph``, each as the path that closes it."""
+    state, stack, found = {}, [], []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for target in graph[node]:
+            if state.get(target) == "open":
+                found.append(stack[stack.index(target):] + [target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def cross_imports(root=SCRIPTS):
+    """In-cell code importing project code outside it, and host packages importing upward."""
+    found = []
+    for path in python_files([os.path.join(root, "duel")]):
+        name = module_name(path, root)
+        for target in imported_names(path, root):
+            if not target.startswith("duel.") and target != "duel":
+                continue
+            if name.startswith("duel.cell") and not target.startswith("duel.cell"):
+                found.append("%s imports %s (in-cell code imports only in-cell code)"
+                             % (name, target))
+            parts, aimed = name.split("."), target.split(".")
+            if parts[1] == "host" and len(parts) > 2 and aimed[:2] == ["duel", "host"] \
+                    and len(aimed) > 2 and aimed[2] in HOST_LAYERS:
+                if parts[2] not in HOST_LAYERS:
+                    found.append("%s: not a package of HOST_LAYERS" % name)
+                elif HOST_LAYERS.index(aimed[2]) > HOST_LAYERS.index(parts[2]):
+                    found.append("%s imports %s (upward: the order is %s)"
+                                 % (name, target, ", ".join(HOST_LAYERS)))
+    return found
+
+
+def test_no_import_circle_in_scripts():
+    assert cycles(import_graph()) == []
+
+
+def test_in_cell_code_and_host_packages_import_only_what_their_place_allows():
+    assert cross_imports() == []
+
+
+def write_tree(root, files):
+    for relative, text in files.items():
+        path = os.path.join(str(root), relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+
+
+def test_the_import_rules_find_a_circle_a_cell_to_host_import_and_an_upward_import(tmp_path):
+    write_tree(tmp_path, {
+        "duel/__init__.py": "", "duel/cell/__init__.py": "", "duel/host/__init__.py": "",
+        "duel/cell/shard.py": "def f():\n    from duel.host.tables import summary\n",
+        "duel/cell/a.py": "from . import b\n", "duel/cell/b.py": "from .a import x\n",
+        "duel/host/tables/__init__.py": "", "duel/host/tables/summary.py": "",
+        "duel/host/stacks/__init__.py": "",
+        "duel/host/stacks/eras.py": "from duel.host.tables import summary\n",
+    })
+    assert cycles(import_graph(str(tmp_path))) == [["duel.cell.a", "duel.cell.b", "duel.cell.a"]]
+    found = cross_imports(str(tmp_path))
+    assert any(line.startswith("duel.cell.shard imports duel.host.tables") for line in found)
+    assert any(line.startswith("duel.host.stacks.eras imports duel.host.tables (upward")
+               for line in found)
+
+
+def test_host_code_is_packages_each_saying_its_job():
+    host = os.path.join(SCRIPTS, "duel", "host")
+    loose = [name for name in os.listdir(host)
+             if name.endswith(".py") and name != "__init__.py"]
+    assert loose == [], "host modules outside a package: %s" % loose
+    packages = sorted(name for name in os.listdir(host)
+                      if os.path.isfile(os.path.join(host, name, "__init__.py")))
+    assert set(packages) <= set(HOST_LAYERS), packages
+    for package in packages:
+        tree = ast.parse(open(os.path.join(host, package, "__init__.py")).read())
+        assert ast.get_docstring(tree), "duel/host/%s/__init__.py has no docstring" % package
 
 
 def test_workflow_is_lint_clean():

@@ -13,24 +13,17 @@ Both start from the model as the graph modes build it, with ``config.use_cache =
 The folder's ``artifacts.json`` (written last, atomically) lists every artifact with its status
 (``ok``; ``skipped`` with the reason where the format cannot hold the model, e.g. Transfo-XL's
 TorchScript; ``error`` with the exporter's message), the export's wall time and the artifact's
-size on disk. The deployment modes (adapters/deployed*.py) read only this manifest and the files.
+size on disk. The deployment modes (adapters/deployed*.py) read it through artifacts.py.
 """
-import json
 import os
 import sys
 import time
 import traceback
 
 from . import compat, contract, files
+from .artifacts import ALL_SHAPES, FORMATS, MANIFEST, shape_key
 
-FORMATS = {"torchscript": "pytorch", "savedmodel": "tensorflow"}
-MANIFEST = "artifacts.json"
-ALL_SHAPES = "all"  # the key of a format's one artifact for every shape
 SIGNATURE = "serving_default"
-
-
-def shape_key(batch_size, seq_len):
-    return "%dx%d" % (batch_size, seq_len)
 
 
 def folder_bytes(path):
@@ -151,23 +144,3 @@ def export_artifacts(artifact_format, spec, shapes, seed, weights_dir, device, t
         folder, sorted(name for name in os.listdir(folder) if name != MANIFEST))
     files.write_json(os.path.join(folder, MANIFEST), manifest, sort_keys=True)
     return manifest
-
-
-def read_manifest(folder):
-    with open(os.path.join(folder, MANIFEST)) as handle:
-        return json.load(handle)
-
-
-def artifact_for(manifest, folder, batch_size, seq_len):
-    """(status, path or message, entry) of the artifact that serves one point."""
-    if manifest.get("skipped"):
-        return "skipped", manifest["skipped"], {}
-    if manifest.get("error"):
-        return "error", manifest["error"], {}
-    artifacts = manifest["artifacts"]
-    entry = artifacts.get(ALL_SHAPES) or artifacts.get(shape_key(batch_size, seq_len))
-    if entry is None:
-        return "error", "no artifact was exported for %s" % shape_key(batch_size, seq_len), {}
-    if entry["status"] != "ok":
-        return entry["status"], entry["message"], entry
-    return "ok", os.path.join(folder, entry["path"]), entry

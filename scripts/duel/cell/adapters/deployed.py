@@ -17,7 +17,7 @@ fp32, and the C/C++ runners implement the duel method only.
 """
 import os
 
-from .. import export
+from .. import artifacts
 
 # mode -> (framework, artifact format, where it runs)
 MODES = {
@@ -54,7 +54,7 @@ class Deployment(object):
     def attach(self, artifact_dir, runner=None):
         """The folder export.py wrote (its manifest read now) and, for C/C++, the runner."""
         self.artifact_dir = artifact_dir
-        self.manifest = export.read_manifest(artifact_dir)
+        self.manifest = artifacts.read_manifest(artifact_dir)
         self.runner = runner
 
     def deployment_unsupported(self, task, precision):
@@ -69,7 +69,7 @@ class Deployment(object):
     def artifact(self, batch_size, seq_len):
         """The path of the artifact serving a point; raises with the export's message where
         there is none (the row then says why)."""
-        status, where, entry = export.artifact_for(self.manifest, self.artifact_dir, batch_size,
+        status, where, entry = artifacts.artifact_for(self.manifest, self.artifact_dir, batch_size,
                                                    seq_len)
         if status != "ok":
             raise RuntimeError(where)

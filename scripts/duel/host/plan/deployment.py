@@ -12,7 +12,7 @@ artifacts and runners go, and a clear refusal where they cannot run.
 import os
 import shutil
 
-from duel.cell import export
+from duel.cell import artifacts
 from duel.cell.adapters import deployed
 
 from duel.host.stacks import eras
@@ -75,7 +75,7 @@ def artifact_folder(era, device, artifact_format, model):
 
 def artifact_manifest(era, device, artifact_format, model):
     """The manifest an export writes last in its artifact folder (duel/cell/export.py)."""
-    return os.path.join(artifact_folder(era, device, artifact_format, model), export.MANIFEST)
+    return os.path.join(artifact_folder(era, device, artifact_format, model), artifacts.MANIFEST)
 
 
 def runner_record(runners_dir, checkout, era, device, framework):

@@ -36,7 +36,7 @@ except planner.PlanError as error:
     raise WorkflowError(str(error))
 
 # The workflow's own environment against its lock file: checked once, by the main invocation
-# (not again by each job's re-parse on a cluster node), before any job starts (duel/host/plan/drift.py).
+# (not again by each job's re-parse on a cluster node), before any job starts (host/plan/drift.py).
 if workflow.is_main_process:
     try:
         drift.check_workflow_env(CHECKOUT, config.get("accept_drift", False))
@@ -384,7 +384,7 @@ def check_devices_here():
 
 
 def check_disk_here():
-    """A real run needs room for what it will write (duel/host/plan/planner.py): checked before any job."""
+    """A real run needs room for what it will write (planner.check_disk), checked before any job."""
     if MAIN_PROCESS:
         try:
             planner.check_disk(config, CHECKOUT)
@@ -425,7 +425,7 @@ onerror:
     record_run_end("error")
 
 
-# Run manifests (duel/host/provenance/runs.py): written by the main process of a real run only (these
+# Run manifests (host/provenance/runs.py): written by the main process of a real run only (these
 # handlers never run in a dry run; a cluster job re-parsing the workflow is not the main process).
 RUN_MANIFEST = []
 

@@ -1,4 +1,4 @@
-"""Snakemake script: build one era's virtual environment from its lock file (duel.host.stacks.eras)."""
+"""Snakemake script: build one era's virtual environment from its lock file (stacks/eras.py)."""
 import os
 import sys
 

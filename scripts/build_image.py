@@ -14,7 +14,7 @@ host networking, so pip inside reaches the registry as this machine does. With -
 Debian-based image is built on ``duel/debian:<release>``, made here by ``debootstrap
 --variant=minbase`` and ``docker import`` when the engine does not have it yet, and an image on an
 official ``python:X.Y`` base (hf2019-cpu) on ``duel/python:<X.Y.Z>-bookworm``: Debian bookworm and
-this machine's Python X.Y in /usr/local (duel.host.stacks.python_base). --wheel-cache DIR keeps a wheel
+this machine's Python X.Y in /usr/local (stacks/python_base.py). --wheel-cache DIR keeps a wheel
 of every pin of the lock file in DIR (fetched once by the era's Python) and builds from it.
 With --engine apptainer the same context is built into a .sif from containers/<era>-<device>.def.
 """

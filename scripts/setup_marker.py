@@ -2,7 +2,7 @@
 
     python scripts/setup_marker.py PREFIX INSTALLER LOCK...
 
-Like the era environments' marker (duel/host/stacks/eras.py): the hash of every lock file installed (the
+Like the era environments' marker (stacks/eras.py): the hash of every lock file installed (the
 first is the environment's own), the installer, the interpreter and the hash of the installed set,
 written last and atomically. Planning reads it to say which lock a drifted .venv was set up from.
 """

@@ -1,4 +1,4 @@
-"""Comparing two runs (scripts/compare_runs.py, duel/host/compare/changes.py): known answers on synthetic
+"""Comparing two runs (scripts/compare_runs.py, host/compare/changes.py): known answers on synthetic
 runs, every bad input, the environment differences, and two real tiny workflow runs."""
 import os
 import subprocess

@@ -3,7 +3,7 @@
 The image is the workflow's own ``duel/hf2019-cpu:<tag>``, from containers/hf2019-cpu.Dockerfile
 and the whole of envs/hf2019.txt, built by scripts/build_image.py --local-base on the stand-in
 for ``python:3.7.16-slim-bullseye`` (Debian bookworm and this machine's Python 3.7 in /usr/local:
-duel.host.stacks.python_base), with its wheels from a cache outside the checkout that the first build
+stacks/python_base.py), with its wheels from a cache outside the checkout that the first build
 fills (DUEL_TEST_WHEELS, default ~/.cache/duel-tests/wheels). The engine is the Docker tests'
 (tests/docker_engine.py), whose data root keeps the image for later runs. Then a PyTorch and a
 TensorFlow cell of era hf2019 run through the workflow with runner docker.

@@ -178,7 +178,7 @@ def host_columns(threads, runner, image, image_digest, config_sha256, seed, star
 
 def era_lock_file(era, device, checkout=None):
     """The lock file of an era and device in the checkout this code runs from, as the workflow
-    picks it (duel/host/stacks/eras.py): envs/<era>-<device>.txt, else envs/<era>.txt; None if neither."""
+    picks it (stacks/eras.py): envs/<era>-<device>.txt, else envs/<era>.txt; None if neither."""
     checkout = checkout or os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
     for name in ("%s-%s.txt" % (era, device), "%s.txt" % era):
         path = os.path.join(checkout, "envs", name)

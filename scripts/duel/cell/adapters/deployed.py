@@ -69,8 +69,8 @@ class Deployment(object):
     def artifact(self, batch_size, seq_len):
         """The path of the artifact serving a point; raises with the export's message where
         there is none (the row then says why)."""
-        status, where, entry = artifacts.artifact_for(self.manifest, self.artifact_dir, batch_size,
-                                                   seq_len)
+        status, where, entry = artifacts.artifact_for(self.manifest, self.artifact_dir,
+                                                      batch_size, seq_len)
         if status != "ok":
             raise RuntimeError(where)
         if not os.path.exists(where):

@@ -1,4 +1,4 @@
-"""What a job asks a cluster scheduler for: its cores and its walltime (memory: planner.estimate_mem_mb).
+"""What a job asks a cluster scheduler for: its cores and its walltime (memory: planner).
 
 A walltime that is too short kills a cell in the middle of its sweep; one that is too long only
 waits longer in the queue. So the estimate is generous, from the grid the cell sweeps: a start-up

@@ -1,4 +1,4 @@
-"""Rebuilding a past run from its manifests (duel/host/provenance/runs.py): plan, check, and say how close.
+"""Rebuilding a past run from its manifests (runs.py): plan, check, and say how close.
 
 A run folder may hold shards from several invocations and commits. Each shard belongs to the
 newest manifest that says it wrote it; each such manifest is one *part*, rebuilt at its own

@@ -78,7 +78,7 @@ def freeze_installed(freeze_lines):
 def environment_hashes(checkout, era_devices, envs_dir, native_lock_matches=None):
     """Lock file hash and installed-set hash of each (era, device) environment a run uses.
 
-    The lock hash is the SHA-256 of the lock file the run read (duel.host.stacks.eras.lock_file); the
+    The lock hash is the SHA-256 of the lock file the run read (stacks/eras.py, lock_file); the
     installed set is this interpreter's (era ``current`` in .venv) or the era environment's
     ``pip freeze`` from its duel-env.json; None where it is not built (yet) or runs in an image.
     """

@@ -17,8 +17,8 @@ from packaging.version import Version
 
 from duel.cell import locks
 
-from duel.host.stacks.images import (ImageError, _read, base_of, definition, dockerfile, file_digest, image_id,
-                     lock_of, python_of)
+from duel.host.stacks.images import (ImageError, _read, base_of, definition, dockerfile,
+                                     file_digest, image_id, lock_of, python_of)
 
 # Bases a locally made Debian image can stand in for: the same release, the same packages.
 LOCAL_BASES = {"bookworm": re.compile(r"^debian:(12([.-]|$)|bookworm)")}

@@ -40,15 +40,22 @@ def models_folder(tmp_path_factory):
     return folder
 
 
+def at_a_terminal():
+    """In the child: SIGINT handled as at a terminal. A suite started in the background (nohup,
+    ``&``) hands its children SIGINT ignored, and Python then installs no KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(workdir, config, *args):
     """The real workflow in its own process group (so a signal reaches all of it), logging to a
-    file in ``workdir``: (process, log path)."""
+    file in ``workdir``, with Ctrl-C's default action: (process, log path)."""
     command = [sys.executable, "-m", "snakemake", "-s", os.path.join(REPO, "Snakefile"),
                "--directory", str(workdir), "--cores", "all", "--configfile", config] + list(args)
     log_path = os.path.join(str(workdir), "run-%d.log" % time.time_ns())
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=str(workdir), stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   preexec_fn=at_a_terminal)
     return process, log_path
 
 

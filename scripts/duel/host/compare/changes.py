@@ -1,8 +1,8 @@
 """Compare two finished runs: what got faster or slower, how sure, and what changed in between.
 
 The first run is the baseline, the second the new run. Both are read as merged tables
-(``results/summary.parquet``), migrated like old shards (summary.MIGRATED_DEFAULTS: a summary
-from before the replicate dimension is one process per cell), and reduced to one row per point
+(``results/summary.parquet``), migrated like old shards (summary.migrated: a summary from
+before the replicate dimension is one process per cell), and reduced to one row per point
 by replicates.point_table, so each side's figure is the one its own reports show (duel: the
 median of the replicate medians; timeit: the mean of every sample).
 
@@ -82,22 +82,6 @@ def resolve_summary(path):
     return path
 
 
-def migrated(frame):
-    """A summary frame with every contract column (absent ones null, or their implicit value
-    for the columns of summary.MIGRATED_DEFAULTS); columns the contract does not know are kept."""
-    frame = frame.copy()
-    for name, value in summary.MIGRATED_DEFAULTS.items():
-        if name not in frame.columns:
-            frame[name] = value
-        else:
-            frame[name] = frame[name].fillna(value)
-    frame["replicate"] = frame["replicate"].astype("int64")
-    for name in contract.NAMES:
-        if name not in frame.columns:
-            frame[name] = None
-    return summary.renamed_values(frame)
-
-
 def read_run(path):
     """A run: its summary (migrated) and its point table with each point's reported figure."""
     file = resolve_summary(path)
@@ -117,7 +101,7 @@ def read_run_frame(frame, label="run", file="run"):
                            % (file, ", ".join(missing)))
     if frame.empty:
         raise CompareError("%s has no points" % file)
-    frame = migrated(frame)
+    frame = summary.migrated(frame)
     try:
         points = replicates.point_table(frame)
     except Exception as error:
@@ -226,24 +210,21 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
     if row["_merge"] == "right_only":
         record["verdict"] = ONLY_NEW
         return record
-    base_ok, new_ok = row["status_base"] == "ok", row["status_new"] == "ok"
-    if not (base_ok and new_ok):
+    judged = statistics.judge(_side(row, "_new"), _side(row, "_base"), row["statistic"],
+                              min_effect, FASTER, SLOWER, shift, confidence, resamples, seed)
+    record["ratio"] = judged.ratio
+    if judged.verdict is None:
+        base_ok, new_ok = row["status_base"] == "ok", row["status_new"] == "ok"
         record["verdict"] = (NEWLY_FAILING if base_ok else NEWLY_OK if new_ok else NOT_COMPARED)
         record["note"] = "; ".join(_status_text(row, side) for side, ok in
                                    (("base", base_ok), ("new", new_ok)) if not ok)
         return record
-    record["ratio"] = float(row["reported_ms_new"]) / float(row["reported_ms_base"])
-    if min(row["n_samples_base"], row["n_samples_new"]) < statistics.MIN_SAMPLES:
-        record["verdict"] = UNCLEAR
-        record["note"] = ("too few samples for an interval (fewer than %d)"
-                          % statistics.MIN_SAMPLES)
+    if judged.verdict == statistics.TOO_FEW:
+        record["verdict"], record["note"] = UNCLEAR, statistics.TOO_FEW
         return record
-    low, high = statistics.bootstrap_ratio(
-        list(row["replicate_samples_new"]), list(row["replicate_samples_base"]),
-        row["statistic"], confidence, resamples, seed)
-    clear, text = statistics.verdict(record["ratio"], low, high, min_effect, FASTER, SLOWER,
-                                     shift)
-    record.update(ci_low=low, ci_high=high, verdict=text if clear == "yes" else UNCLEAR,
+    low, high, clear = judged.ci_low, judged.ci_high, judged.clear
+    record.update(ci_low=low, ci_high=high,
+                  verdict=judged.verdict if clear == "yes" else UNCLEAR,
                   interval=statistics.interval_kind(row["replicates_base"],
                                                     row["replicates_new"]))
     if clear != "yes":
@@ -255,6 +236,11 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
     record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_beyond(
         low, high, record["ratio"], statistics.equivalence_band(threshold, shift)))
     return record
+
+
+def _side(row, suffix):
+    return statistics.Side(row["status" + suffix], row["reported_ms" + suffix],
+                           row["n_samples" + suffix], row["replicate_samples" + suffix])
 
 
 def canary_ratio(row):

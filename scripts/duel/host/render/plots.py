@@ -360,7 +360,7 @@ def modes_charts(frame):
 def eras_charts(frame, old="hf2019", new="current"):
     """The 2019 stack against today's: a figure per cell kind (device, precision, task,
     method, framework, mode), with the models that ran in both eras."""
-    keys = ["device", "precision", "task", "method", "framework", "mode"]
+    keys = scopes.SCOPE[1:] + scopes.COMPARED
     for values, group in frame.groupby(keys, sort=False):
         eras = set(group["era"])
         if not {old, new} <= eras:
@@ -467,7 +467,7 @@ def ratio_charts(frame, ratios):
     if ratios.empty:
         return
     ratios = ratios.copy()
-    ratios["precision"] = ratios["precision"].fillna(scopes.DEFAULT_PRECISION)
+    ratios["precision"] = ratios["precision"].fillna(summary.MIGRATED_DEFAULTS["precision"])
     for values, group in _by_scope(frame):
         selected = ratios
         for name, value in zip(scopes.SCOPE, values):

@@ -94,7 +94,7 @@ def layout_sheet_name(era, device, framework, mode, precision, task, method, tak
 
 def table_title(values, group):
     """E.g. 'tensorflow 2.21.0 (function, fp32), era current, inference, cpu, method duel'."""
-    keys = dict(zip(summary.TABLE_KEYS, values))
+    keys = dict(zip(scopes.TABLE_KEYS, values))
     return "%s %s (%s, %s), era %s, %s, %s, method %s" % (
         keys["framework"], group["framework_version"].iloc[0], keys["mode"], keys["precision"],
         keys["era"], keys["task"], keys["device"], keys["method"])
@@ -131,7 +131,7 @@ def write_long(workbook, frame):
 def write_layouts(workbook, frame, points, taken):
     """One 2019-layout sheet per table (era x device x framework x mode x precision x task x
     method)."""
-    for values, group in frame.groupby(summary.TABLE_KEYS, sort=False):
+    for values, group in frame.groupby(scopes.TABLE_KEYS, sort=False):
         sheet = workbook.create_sheet(layout_sheet_name(*values, taken=taken))
         _append(sheet, [table_title(values, group)], bold=True)
         _append(sheet, ["%s; %s" % (_unit_note(values[-1], values[-2], group), summary.hardware(group))])
@@ -162,7 +162,7 @@ def write_ratios(workbook, frame, points):
         "PyTorch time / TensorFlow time per point, same era, device, precision, task, method "
         "and input (> 1: PyTorch slower); N/A where either point is not ok",
         comparisons.framework_ratios(frame),
-        ["era", "device", "precision", "task", "method", "mode_pytorch", "mode_tensorflow"],
+        scopes.SCOPE + ["mode_pytorch", "mode_tensorflow"],
         lambda keys, group: "%(era)s %(device)s %(precision)s %(task)s, method %(method)s: "
                             "PyTorch %(mode_pytorch)s / TensorFlow %(mode_tensorflow)s" % keys,
         points, "(this run has no cell of both frameworks)")
@@ -205,7 +205,7 @@ def write_gflops(workbook, frame, points):
     sheet = workbook.create_sheet("GFLOP per s")
     _append(sheet, ["Achieved GFLOP/s per point: analytic forward FLOPs (matrix products, "
                     "scripts/duel/cell/flops.py) / the reported time per call"], bold=True)
-    for values, group in frame.groupby(summary.TABLE_KEYS, sort=False):
+    for values, group in frame.groupby(scopes.TABLE_KEYS, sort=False):
         _append(sheet, [])
         _append(sheet, ["%s; %s" % (table_title(values, group), summary.hardware(group))],
                 bold=True)
@@ -225,7 +225,7 @@ def write_mode_speedups(workbook, frame, points):
         "era, device, precision, task, method and input (> 1: the mode is faster); N/A where "
         "either point is not ok",
         comparisons.mode_speedups(frame),
-        [key for key in summary.TABLE_KEYS if key != "mode"] + ["mode"],
+        [key for key in scopes.TABLE_KEYS if key != "mode"] + ["mode"],
         lambda keys, group: "%(framework)s %(mode)s over eager, %(precision)s, era %(era)s, "
                             "%(task)s, %(device)s, method %(method)s" % keys,
         points, "(this run has no mode besides eager next to an eager cell)")
@@ -265,7 +265,7 @@ def write_deployment(workbook, frame, points):
     deployed = comparisons.deployed_ratios(frame)
     if costs.empty and deployed.empty:
         _append(sheet, ["(this run has no deployment mode beside its Python counterpart)"])
-    scope = ["era", "device", "precision", "task", "method"]
+    scope = scopes.SCOPE
     for values, group in costs.groupby(scope + ["framework", "python_mode", "cpp_mode"],
                                        sort=False):
         keys = dict(zip(scope + ["framework", "python_mode", "cpp_mode"], values))
@@ -284,7 +284,7 @@ def write_deployment(workbook, frame, points):
                         "'statistics'" % keys], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
     rows = frame[frame["mode"].isin(list(DEPLOYED_MODES))]
-    for values, group in rows.groupby(summary.TABLE_KEYS, sort=False):
+    for values, group in rows.groupby(scopes.TABLE_KEYS, sort=False):
         _append(sheet, [])
         _append(sheet, ["%s, runtime %s" % (table_title(values, group), ", ".join(
             sorted(set(group["runtime"].dropna()))) or "none")], bold=True)
@@ -301,7 +301,7 @@ def write_historical(workbook, frame):
                     "on other hardware: compare methods and ratios, not absolute times."],
             bold=True)
     table = history.historical_table(frame)
-    columns = ["source", "hardware"] + summary.TABLE_KEYS + ["mean_s", "median_s", "ok_points", "points", "models"]
+    columns = ["source", "hardware"] + scopes.TABLE_KEYS + ["mean_s", "median_s", "ok_points", "points", "models"]
     _append(sheet, columns, bold=True)
     for row in table[columns].itertuples(index=False):
         _append(sheet, row, number_format=SECONDS_FORMAT)

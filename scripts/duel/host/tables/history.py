@@ -24,7 +24,7 @@ PUBLISHED_2019 = [
 ]
 POINTS_2019 = 4 * 6  # batch 1, 2, 4, 8 x lengths 8 ... 1024, per model
 SOURCE_2019 = "Hugging Face benchmark, October 2019 (torch 1.3, TensorFlow 2.0), published"
-GROUP = summary.TABLE_KEYS
+GROUP = scopes.TABLE_KEYS
 
 
 def run_aggregates(frame):
@@ -90,7 +90,7 @@ def _write_readme(folder, frame):
 
 
 def write_2019_csvs(frame, folder):
-    """One CSV per table (summary.TABLE_KEYS) in the 2019 script's layout.
+    """One CSV per table (scopes.TABLE_KEYS) in the 2019 script's layout.
 
     Header ``model,1x8,...`` (batch x length), a row per model, seconds per call as the shard
     stores them divided by 1000, ``N/A`` where the point is not ok, as 2019 wrote it.

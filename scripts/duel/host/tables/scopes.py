@@ -1,9 +1,9 @@
-"""The identity columns the reports group by, and how a group names itself.
+"""The identity columns the reports group and pair by, and how a group names itself.
 
 A *scope* is everything that must be equal for two numbers to be compared: era, device,
-precision, task and method (the framework and mode are what a chart compares). ``precision``
-is a newer identity column; a merged table written before it existed is read as fp32, which is
-what every cell ran in then.
+precision, task and method (SCOPE). What a chart or a pair compares within a scope is the
+framework and the mode (COMPARED); a table of results is one scope and one of each
+(TABLE_KEYS, in the order the sheets are named). Its rows are models and inputs (MODEL_INPUT).
 """
 import pandas as pd
 
@@ -11,23 +11,21 @@ from duel.cell import contract
 
 from duel.host.tables import summary
 
-DEFAULT_PRECISION = "fp32"
 SCOPE = ["era", "device", "precision", "task", "method"]
+COMPARED = ["framework", "mode"]
+TABLE_KEYS = SCOPE[:2] + COMPARED + SCOPE[2:]
+MODEL_INPUT = ["model", "batch_size", "seq_len", "point"]
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 # How a point that has no time is shown: skipped is the 2019 sheets' N/A.
 STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error"}
 
 
 def prepared(frame):
-    """The merged frame with ``precision`` (fp32 where absent), ``reported_ms`` and ``point``."""
-    frame = summary.with_reported(frame)
-    if "precision" not in frame.columns:
-        frame = frame.copy()
-        frame["precision"] = DEFAULT_PRECISION
-    else:
-        frame = frame.copy()
-        frame["precision"] = frame["precision"].fillna(DEFAULT_PRECISION)
-    return frame
+    """The point table of a merged frame, migrated (summary.migrated) first, with
+    ``reported_ms`` and ``point``; a point table is returned as it is."""
+    if "reported_ms" in frame.columns and "point" in frame.columns:
+        return frame
+    return summary.with_reported(summary.migrated(frame))
 
 
 def status_label(status):

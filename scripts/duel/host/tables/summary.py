@@ -1,10 +1,12 @@
 """Read every shard of a run into one table, and derive what the reports show.
 
-Only the data contract (duel.cell.contract) is read; a shard written before a column existed
-gets that column as nulls, or as the value it implicitly had (MIGRATED_DEFAULTS: points from
-before the precision dimension were fp32); a value with another name is read under its current
-one (RENAMED_VALUES: the timing method's other name ``hf2019`` is read as ``timeit``). This is
-the place for a migration if a column or a value is ever renamed.
+Only the data contract (duel.cell.contract) is read, and every table read from disk, a shard
+or a summary of any Duel version, goes through one migration (``migrated``): a column added
+later gets nulls, or the value it implicitly had (MIGRATED_DEFAULTS: points from before the
+precision dimension were fp32, from before replicates one process per cell); a value with
+another name is read under its current one (RENAMED_VALUES: the timing method's other name
+``hf2019`` is read as ``timeit``). This is the place for a migration if a column or a value is
+ever renamed.
 """
 import json
 
@@ -20,7 +22,6 @@ from duel.host.tables import replicates
 IDENTITY = [name for name, _ in contract.IDENTITY]
 CELL_KEYS = list(contract.CELL_KEYS)
 # The keys of one table of results: a cell without its model, plus the timing method.
-TABLE_KEYS = ["era", "device", "framework", "mode", "precision", "task", "method"]
 MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1}
 RENAMED_VALUES = {"method": contract.RENAMED_METHODS}
 ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
@@ -47,11 +48,7 @@ def read_shard(path):
     columns = []
     for name, kind in contract.COLUMNS:
         try:
-            if name in MIGRATED_DEFAULTS:
-                present = table.column(name) if name in table.column_names else pa.nulls(
-                    table.num_rows, type=kind)
-                columns.append(present.cast(kind).fill_null(MIGRATED_DEFAULTS[name]))
-            elif name in table.column_names:
+            if name in table.column_names:
                 columns.append(table.column(name).cast(kind))
             else:
                 columns.append(pa.nulls(table.num_rows, type=kind))
@@ -74,15 +71,31 @@ def read_shards(paths):
     if problems:
         raise ShardError("\n".join(problems))
     table = pa.concat_tables(tables)
-    return renamed_values(table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get))
+    return migrated(table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get))
 
 
-def renamed_values(frame):
-    """``frame`` with the old spellings of RENAMED_VALUES replaced by today's names."""
+def migrated(frame):
+    """A table read from disk in today's terms: every contract column (null where absent, or its
+    implicit value for MIGRATED_DEFAULTS) and today's names of values (RENAMED_VALUES); columns
+    the contract does not know are kept."""
+    frame = frame.copy()
+    for name, value in MIGRATED_DEFAULTS.items():
+        if name not in frame.columns:
+            frame[name] = value
+        else:
+            frame[name] = frame[name].fillna(value)
+    frame["replicate"] = frame["replicate"].astype("int64")
+    for name in contract.NAMES:
+        if name not in frame.columns:
+            frame[name] = None
     for column, renamed in RENAMED_VALUES.items():
-        if column in frame.columns:
-            frame[column] = frame[column].replace(renamed)
+        frame[column] = frame[column].replace(renamed)
     return frame
+
+
+def read_summary(path):
+    """A merged table written by any Duel version, migrated."""
+    return migrated(pd.read_parquet(path))
 
 
 def hardware(group):

@@ -7,17 +7,17 @@ ratio (N/A), never a dropped row.
 """
 import pandas as pd
 
-from duel.host.tables import summary
+from duel.host.tables import scopes, summary
 
-POINT_KEYS = ["model", "batch_size", "seq_len", "point"]
+SIDE = ["reported_ms", "status", "framework_version", "mode"]
 
 
-def pair_up(frame, key, first, second, on):
+def pair_up(frame, key, first, second, on, carry=()):
     """Rows of ``frame`` with ``key == first`` joined to rows with ``key == second`` on the
-    columns ``on``; suffixes ``_<first>`` / ``_<second>`` (each side's time, status, version);
-    ``ratio`` = first time / second time."""
+    columns ``on``; suffixes ``_<first>`` / ``_<second>`` on each side's time, status, version,
+    mode and the ``carry`` columns; ``ratio`` = first time / second time."""
     frame = summary.with_reported(frame)
-    columns = on + ["reported_ms", "status", "framework_version", "mode"]
+    columns = on + SIDE + list(carry)
     columns = list(dict.fromkeys(column for column in columns if column != key))
     left = frame[frame[key] == first][columns]
     right = frame[frame[key] == second][columns]
@@ -35,16 +35,18 @@ def _ratio(numerator, denominator):
     return float(numerator) / float(denominator)
 
 
-def framework_ratios(frame):
-    """PyTorch time / TensorFlow time for every pair of modes, per point (> 1: PyTorch slower)."""
-    on = ["era", "device", "precision", "task", "method"] + POINT_KEYS
-    return pair_up(frame, "framework", "pytorch", "tensorflow", on)
+def framework_ratios(frame, carry=()):
+    """PyTorch time / TensorFlow time for every pair of modes, per point (> 1: PyTorch slower):
+    the one pairing of the two frameworks' points (same scope, model and input); suffixes
+    ``_pytorch`` and ``_tensorflow``."""
+    on = scopes.SCOPE + scopes.MODEL_INPUT
+    return pair_up(frame, "framework", "pytorch", "tensorflow", on, carry)
 
 
 def mode_speedups(frame):
     """Eager time / mode time per framework, for every mode but eager (> 1: the mode is faster);
     ``status``: the mode's, or eager's where only eager's point is not ok (why a ratio is N/A)."""
-    on = [key for key in summary.TABLE_KEYS if key != "mode"] + POINT_KEYS
+    on = [key for key in scopes.TABLE_KEYS if key != "mode"] + scopes.MODEL_INPUT
     frame = summary.with_reported(frame)
     pairs = []
     for mode in frame.loc[frame["mode"] != "eager", "mode"].drop_duplicates():
@@ -62,7 +64,7 @@ def mode_speedups(frame):
 
 def cross_era(frame, old="hf2019", new="current"):
     """Same cell and point in two eras: new time / old time (< 1: the new era faster)."""
-    on = [key for key in summary.TABLE_KEYS if key != "era"] + POINT_KEYS
+    on = [key for key in scopes.TABLE_KEYS if key != "era"] + scopes.MODEL_INPUT
     pairs = pair_up(frame, "era", new, old, on)
     return pairs
 
@@ -78,7 +80,7 @@ DEPLOYED_PAIRS = [("jitcpp", "savedcpp"), ("jitpy", "savedpy")]
 def python_costs(frame):
     """Python time / C/C++ time of the same graph per point (> 1: the C/C++ runner faster),
     for each pair of PYTHON_COST_PAIRS that ran; columns ``python_mode``, ``cpp_mode``."""
-    on = [key for key in summary.TABLE_KEYS if key != "mode"] + POINT_KEYS
+    on = [key for key in scopes.TABLE_KEYS if key != "mode"] + scopes.MODEL_INPUT
     frame = summary.with_reported(frame)
     pairs = []
     for framework, python_mode, cpp_mode in PYTHON_COST_PAIRS:

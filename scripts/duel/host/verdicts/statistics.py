@@ -22,12 +22,15 @@ interval excludes 1 and the ratio alone lies beyond e) called points with a true
 is seeded, so the same table gives the same intervals. A point with fewer than ``MIN_SAMPLES``
 samples on a side gets no interval; its ratio is still reported.
 """
+from collections import namedtuple
+
 import numpy as np
 import pandas as pd
 
 from duel.cell import contract
 
 from duel.host.tables import history, replicates, scopes
+from duel.host.verdicts import comparisons
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05  # config key min_effect
@@ -36,7 +39,7 @@ SEED = 20191015
 MIN_SAMPLES = 5
 CHUNK_VALUES = 4000000  # resampled values held at once (32 MB of float64)
 STATISTICS = {"median": np.median, "mean": np.mean}
-PAIR = ["era", "device", "precision", "task", "method", "mode_pt", "mode_tf"]
+PAIR = scopes.SCOPE + ["mode_pt", "mode_tf"]
 NOISY_SPREAD = replicates.NOISY_SPREAD
 BETWEEN = "between processes"
 WITHIN = "within one process only"
@@ -177,23 +180,45 @@ def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0)
     return "no", "no clear difference"
 
 
+# One side of a judged pair, and what the judge found: ``verdict`` None where a side is not ok
+# (each caller words that), TOO_FEW where a side has too few samples for an interval.
+Side = namedtuple("Side", "status reported_ms n_samples replicate_samples")
+Judgement = namedtuple("Judgement", "ratio ci_low ci_high clear verdict")
+TOO_FEW = "too few samples for an interval (fewer than %d)" % MIN_SAMPLES
+
+
+def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=1.0,
+          confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED):
+    """The one judge of a pair of points (Side): the ratio top / bottom of their figures, its
+    bootstrap interval and verdict (see verdict; ``faster_below`` and ``faster_above`` name
+    the winner, ``shift`` the machine's own change). Every comparison Duel reports, between
+    the frameworks of a run and between two runs, is judged here."""
+    if top.status != "ok" or bottom.status != "ok":
+        return Judgement(None, None, None, None, None)
+    ratio = float(top.reported_ms) / float(bottom.reported_ms)
+    if min(top.n_samples, bottom.n_samples) < MIN_SAMPLES:
+        return Judgement(ratio, None, None, None, TOO_FEW)
+    low, high = bootstrap_ratio(list(top.replicate_samples), list(bottom.replicate_samples),
+                                statistic, confidence, resamples, seed)
+    clear, text = verdict(ratio, low, high, min_effect, faster_below, faster_above, shift)
+    return Judgement(ratio, low, high, clear, text)
+
+
+def _side(row, suffix):
+    return Side(row["status" + suffix], row["reported_ms" + suffix], row["n" + suffix],
+                row["replicate_samples" + suffix])
+
+
 def _judge(row, confidence, resamples, seed, min_effect):
     """The ratio, interval, clear flag and verdict of one paired point."""
-    record = {"ratio": None, "ci_low": None, "ci_high": None, "clear": None}
-    missing = [text for text in (_not_ok(row["status_pt"], "pytorch"),
-                                 _not_ok(row["status_tf"], "tensorflow")) if text]
-    if missing:
-        record["verdict"] = "not compared: " + ", ".join(missing)
-        return record
-    record["ratio"] = float(row["reported_ms_pt"]) / float(row["reported_ms_tf"])
-    if min(row["n_pt"], row["n_tf"]) < MIN_SAMPLES:
-        record["verdict"] = "too few samples for an interval (fewer than %d)" % MIN_SAMPLES
-        return record
-    low, high = bootstrap_ratio(row["replicate_samples_pt"], row["replicate_samples_tf"],
-                                row["statistic"], confidence, resamples, seed)
-    clear, text = verdict(record["ratio"], low, high, min_effect,
-                          "PyTorch faster", "TensorFlow faster")
-    record.update(ci_low=low, ci_high=high, clear=clear, verdict=text)
+    judged = judge(_side(row, "_pt"), _side(row, "_tf"), row["statistic"], min_effect,
+                   "PyTorch faster", "TensorFlow faster", confidence=confidence,
+                   resamples=resamples, seed=seed)
+    record = judged._asdict()
+    if judged.verdict is None:
+        record["verdict"] = "not compared: " + ", ".join(
+            text for text in (_not_ok(row["status_pt"], "pytorch"),
+                              _not_ok(row["status_tf"], "tensorflow")) if text)
     return record
 
 
@@ -212,14 +237,10 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     ``ci_high``, ``interval`` (between processes, or within one process only), ``min_effect``,
     ``clear`` ('yes', 'no', or empty where no interval could be made) and ``verdict``.
     """
-    frame = scopes.prepared(frame)
-    keys = ["era", "device", "precision", "task", "method", "model", "batch_size", "seq_len",
-            "point"]
-    wanted = keys + ["mode", "status", "replicate_samples", "replicates", "n_samples",
-                     "reported_ms"]
-    pytorch = frame[frame["framework"] == "pytorch"][wanted]
-    tensorflow = frame[frame["framework"] == "tensorflow"][wanted]
-    merged = pytorch.merge(tensorflow, on=keys, suffixes=("_pt", "_tf"))
+    paired = comparisons.framework_ratios(
+        scopes.prepared(frame), carry=["replicate_samples", "replicates", "n_samples"])
+    merged = paired.rename(columns=lambda name: name.replace("_pytorch", "_pt").replace(
+        "_tensorflow", "_tf"))
     if merged.empty:
         return pd.DataFrame(columns=RATIO_COLUMNS)
     merged["statistic"] = [contract.reported_statistic(method) for method in merged["method"]]

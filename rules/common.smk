@@ -216,11 +216,10 @@ wildcard_constraints:
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
     replicate="[1-9][0-9]*",
-    lock_key="[0-9a-f]{12}",
+    lock_key=eras.LOCK_KEY_PATTERN,
     weights="reference|training",
     artifact="torchscript|savedmodel",
     runtime="libtorch|tensorflow",
-    lock="[0-9a-f]{12}",
 
 
 REPLICATES = config["replicates"]
@@ -305,7 +304,7 @@ def deployed_arguments(wildcards):
 
 def artifact_output():
     """Exported artifacts are removed once their cells ran, unless config keep_artifacts."""
-    folder = directory("results/artifacts/{era}/{device}/{artifact}/{model}")
+    folder = directory(deployment.ARTIFACT_PATTERN)
     return folder if config.get("keep_artifacts") else temp(folder)
 
 

@@ -42,11 +42,9 @@ rule build_runner:
         lock=era_lock,
         era_env=era_env_marker,
     output:
-        record=os.path.join(
-            RUNNERS_DIR, "{era}-{device}", "{runtime}-{lock}", "build.json"
-        ),
+        record=os.path.join(RUNNERS_DIR, deployment.RUNNER_PATTERN),
     log:
-        "results/logs/runners/{era}-{device}-{runtime}-{lock}.log",
+        "results/logs/runners/{era}-{device}-{runtime}-{lock_key}.log",
     conda:
         era_conda_env
     # Compiling takes the cores it is given: never beside a timing cell.

@@ -11,9 +11,7 @@ rule build_era_env:
     input:
         lock=era_lock,
     output:
-        marker=os.path.join(
-            ERA_ENVS_DIR, "{era}", "{device}", "{lock_key}", eras.MARKER
-        ),
+        marker=os.path.join(ERA_ENVS_DIR, eras.ENV_PATTERN, eras.MARKER),
     log:
         "results/logs/envs/{era}-{device}-{lock_key}.log",
     conda:

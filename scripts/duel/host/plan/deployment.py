@@ -69,8 +69,14 @@ def check(config, which=shutil.which, find_compiler=compiler):
     return modes
 
 
+# Where a model's exported artifacts and a runner's build record live, as the rules spell them
+# with wildcards (rules/deploy.smk); the functions below fill them in for one cell.
+ARTIFACT_PATTERN = "results/artifacts/{era}/{device}/{artifact}/{model}"
+RUNNER_PATTERN = os.path.join("{era}-{device}", "{runtime}-{lock_key}", "build.json")
+
+
 def artifact_folder(era, device, artifact_format, model):
-    return "results/artifacts/%s/%s/%s/%s" % (era, device, artifact_format, model)
+    return ARTIFACT_PATTERN.format(era=era, device=device, artifact=artifact_format, model=model)
 
 
 def artifact_manifest(era, device, artifact_format, model):
@@ -81,5 +87,5 @@ def artifact_manifest(era, device, artifact_format, model):
 def runner_record(runners_dir, checkout, era, device, framework):
     """The build record (build.json) of the runner a C/C++ cell of ``framework`` uses."""
     lock = eras.lock_file(checkout, era, device)
-    return os.path.join(runners_dir, "%s-%s" % (era, device), "%s-%s" % (
-        deployed.RUNTIMES[framework], eras.file_sha256(lock)[:12]), "build.json")
+    return os.path.join(runners_dir, RUNNER_PATTERN.format(
+        era=era, device=device, runtime=deployed.RUNTIMES[framework], lock_key=eras.lock_key(lock)))

@@ -13,9 +13,9 @@ import sys
 from duel.cell import locks
 
 from duel.host.plan.planner import PlanError
+from duel.host.stacks.eras import MARKER
 
 LOCK = os.path.join("envs", "current-cpu.txt")
-MARKER = "duel-env.json"
 
 
 def _setup_note(checkout, lock):

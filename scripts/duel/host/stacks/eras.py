@@ -143,6 +143,13 @@ def env_prefix(envs_dir, era, device):
     return os.path.join(envs_dir, era, device)
 
 
+# What names a build made from a lock file (an era environment, a C/C++ runner): the first 12
+# hex digits of the lock's hash; LOCK_KEY_PATTERN is the rules' wildcard constraint for it.
+LOCK_KEY_PATTERN = "[0-9a-f]{12}"
+# An era environment under the environments folder, as the rules spell it with wildcards.
+ENV_PATTERN = os.path.join("{era}", "{device}", "{lock_key}")
+
+
 def lock_key(lock):
     """The short hash that names an environment built from ``lock`` (first 12 hex digits)."""
     return file_sha256(lock)[:12]
@@ -152,7 +159,8 @@ def keyed_prefix(envs_dir, era, device, lock):
     """Where the environment of ``era`` on ``device`` built from ``lock`` lives:
     ``<envs_dir>/<era>/<device>/<lock hash>``, so environments of different lock files (today's
     and an old run's being rebuilt) sit side by side and neither replaces the other."""
-    return os.path.join(env_prefix(envs_dir, era, device), lock_key(lock))
+    return os.path.join(envs_dir, ENV_PATTERN.format(era=era, device=device,
+                                                     lock_key=lock_key(lock)))
 
 
 def env_python(prefix):

@@ -203,7 +203,9 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
     must the canary's change around the point; None: no machine band."""
     record = dict(ratio=None, ci_low=None, ci_high=None, interval=None, verdict=None, note=None,
                   beyond_threshold=False, canary_ratio=canary_ratio(row))
-    shift = 1.0 if shift is None else (shift, counted_shift(record["canary_ratio"], min_effect))
+    # The machine's changes a point's change must exceed: over the run and around the point.
+    shifts = (1.0,) if shift is None else (shift, counted_shift(record["canary_ratio"],
+                                                                 min_effect))
     if row["_merge"] == "left_only":
         record["verdict"] = ONLY_BASE
         return record
@@ -211,7 +213,7 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
         record["verdict"] = ONLY_NEW
         return record
     judged = statistics.judge(_side(row, "_new"), _side(row, "_base"), row["statistic"],
-                              min_effect, FASTER, SLOWER, shift, confidence, resamples, seed)
+                              min_effect, FASTER, SLOWER, shifts, confidence, resamples, seed)
     record["ratio"] = judged.ratio
     if judged.verdict is None:
         base_ok, new_ok = row["status_base"] == "ok", row["status_new"] == "ok"
@@ -232,9 +234,9 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
             "interval includes 1" if not statistics.is_clear(low, high) else
             "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect)
             if not statistics.is_clear(low, high, record["ratio"], min_effect) else
-            "within the machine's own change (canary x%.2f)" % _largest(shift))
+            "within the machine's own change (canary x%.2f)" % _largest(shifts))
     record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_beyond(
-        low, high, record["ratio"], statistics.equivalence_band(threshold, shift)))
+        low, high, record["ratio"], statistics.equivalence_band(threshold, shifts)))
     return record
 
 
@@ -251,9 +253,9 @@ def canary_ratio(row):
     return float(speeds[1]) / float(speeds[0])
 
 
-def _largest(shift):
-    """Of one or several machine shifts, the one furthest from 1."""
-    return max(np.atleast_1d(shift), key=lambda value: abs(np.log(value)))
+def _largest(shifts):
+    """Of several machine shifts, the one furthest from 1."""
+    return max(shifts, key=lambda value: abs(np.log(value)))
 
 
 def point_comparison(base, new, keys, ignore, min_effect, threshold, confidence, resamples,

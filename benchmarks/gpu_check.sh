@@ -4,10 +4,10 @@
 #   bash benchmarks/gpu_check.sh              # both parts
 #   bash benchmarks/gpu_check.sh tf32         # one part: modes or tf32
 #   OUT=/some/dir PYTHON=/path/python bash benchmarks/gpu_check.sh
-# - modes (issue 4, the CUDA path): BERT-base, PyTorch eager / TorchScript / torch.compile,
+# - modes (the CUDA path): BERT-base, PyTorch eager / TorchScript / torch.compile,
 #   batch 1 and 8, lengths 128 and 512, methods duel (synchronised) and timeit (no sync, as
 #   2019). Compare duel medians and timeit means to see what timing without a device barrier does.
-# - tf32 (issue 15): BERT-base fp32, batch 8, length 512, PyTorch eager with TF32 off and on,
+# - tf32: BERT-base fp32, batch 8, length 512, PyTorch eager with TF32 off and on,
 #   checked against the PyTorch eager CPU reference on the same weights: with TF32 off the output
 #   is within the fp32 tolerance, and the tf32 column and the GFLOP/s peak follow the switch.
 # DEVICE=cpu rehearses the tf32 part without a GPU (its tf32 column is then n/a), and

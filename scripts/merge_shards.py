@@ -10,10 +10,11 @@ from duel.host.tables import history, summary  # noqa: E402
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):
-    frame = summary.read_shards(shards)
+    frame = summary.read_shards(shards)  # the long table: every replicate's points, migrated
+    points = summary.with_reported(frame)  # the point table: replicates pooled, made once
     summary.write_outputs(frame, parquet_path, csv_path)
-    spreadsheet.write_workbook(frame, xlsx_path, min_effect)
-    history.write_2019_csvs(frame, csv_2019_folder)
+    spreadsheet.write_workbook(frame, xlsx_path, min_effect, points)
+    history.write_2019_csvs(points, csv_2019_folder)
     print("merged %d shards" % len(shards))
     for line in outcome.lines(frame):
         print(line)

@@ -382,9 +382,12 @@ def exact_floats():
         openpyxl.cell._writer.safe_string = original
 
 
-def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT):
-    """The whole spreadsheet for a merged frame (see the module docstring)."""
-    long_frame, frame = frame, summary.with_reported(frame)  # every replicate; points
+def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=None):
+    """The whole spreadsheet for a merged frame (see the module docstring): every sheet reads
+    the long table ``frame`` (every replicate) or its point table, derived once here unless the
+    caller hands it in (``points_table``: summary.with_reported of ``frame``)."""
+    long_frame = frame
+    frame = summary.with_reported(frame) if points_table is None else points_table
     points = summary.point_order(frame)
     workbook = Workbook()
     about = workbook.active

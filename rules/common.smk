@@ -10,7 +10,7 @@ from snakemake.utils import validate
 CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
-from duel.cell import models
+from duel.cell import models, modes
 from duel.cell.adapters import deployed
 from duel.host.plan import deployment, drift, planner, references, resources
 from duel.host.provenance import runs
@@ -218,7 +218,7 @@ wildcard_constraints:
     replicate="[1-9][0-9]*",
     lock_key=eras.LOCK_KEY_PATTERN,
     weights="reference|training",
-    artifact="torchscript|savedmodel",
+    artifact="|".join(modes.ARTIFACT_FORMATS),
     runtime="libtorch|tensorflow",
 
 

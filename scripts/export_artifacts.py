@@ -16,10 +16,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main(argv=None):
     sys.path.insert(0, HERE)
+    from duel.cell.modes import ARTIFACT_FORMATS
     from duel.cell.process import positive_ints, prepare_process
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--format", required=True, choices=["torchscript", "savedmodel"])
+    parser.add_argument("--format", required=True, choices=list(ARTIFACT_FORMATS))
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--model-config", required=True)
     parser.add_argument("--reference-dir", required=True, help="the model's shared weights")
@@ -30,10 +31,10 @@ def main(argv=None):
     parser.add_argument("--output-dir", required=True)
     args = parser.parse_args(argv)
 
-    from duel.cell import artifacts, environment, export, models
+    from duel.cell import environment, export, models
 
     threads = args.threads or environment.usable_cpus()
-    prepare_process(artifacts.FORMATS[args.format], args.device, threads)
+    prepare_process(ARTIFACT_FORMATS[args.format].framework, args.device, threads)
     spec = models.load_model_spec(args.model_config)
     shapes = [(batch, length) for batch in args.batch_sizes for length in args.sequence_lengths]
     manifest = export.export_artifacts(args.format, spec, shapes, args.seed, args.reference_dir,

@@ -23,6 +23,7 @@ sys.path.insert(0, HERE)
 
 from duel.cell.adapters.deployed import is_deployed  # noqa: E402
 from duel.cell.contract import METHODS, RENAMED_METHODS, method_name  # noqa: E402
+from duel.cell.modes import DEPLOYED, DEPLOYED_CPP, by_framework, mode_names  # noqa: E402
 from duel.cell.process import positive_ints, prepare_process  # noqa: E402
 
 
@@ -38,8 +39,8 @@ def parse_args(argv=None):
     cell.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                       help="cuda: the first GPU (a cpu cell hides every GPU from the frameworks)")
     cell.add_argument("--framework", required=True, choices=["pytorch", "tensorflow"])
-    cell.add_argument("--mode", default="eager", help="pytorch: eager, torchscript, compile, "
-                      "jitpy, jitcpp; tensorflow: eager, function, xla, savedpy, savedcpp")
+    cell.add_argument("--mode", default="eager", help="; ".join(
+        "%s: %s" % (framework, ", ".join(names)) for framework, names in by_framework().items()))
     cell.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                       help="fp16/bf16: mixed precision (autocast, Keras policies)")
     cell.add_argument("--tf32", default="off", choices=["on", "off"],
@@ -79,12 +80,14 @@ def parse_args(argv=None):
     recorded.add_argument("--accept-drift", action="store_true",
                           help="the run accepted a workflow environment that differs from its "
                                "lock file (config key accept_drift); recorded in every row")
-    deployed = parser.add_argument_group("deployment modes (jitpy, jitcpp, savedpy, savedcpp)")
+    deployed = parser.add_argument_group(
+        "deployment modes (%s)" % ", ".join(mode_names(kinds=DEPLOYED)))
     deployed.add_argument("--artifact-dir", default=None,
                           help="the exported artifacts (scripts/export_artifacts.py)")
     deployed.add_argument("--runner-build", default=None,
-                          help="jitcpp, savedcpp: the runner's build record "
-                               "(build.json, scripts/build_runner.py)")
+                          help="%s: the runner's build record "
+                               "(build.json, scripts/build_runner.py)"
+                               % ", ".join(mode_names(kinds=(DEPLOYED_CPP,))))
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)
     if is_deployed(args.mode) and not args.artifact_dir:

@@ -1,5 +1,5 @@
 """What an export left in its folder, as the deployment modes and the planner read it: the
-formats, the manifest (``artifacts.json``) and the artifact that serves a point.
+manifest (``artifacts.json``) and the artifact that serves a point.
 
 Kept apart from export.py, which writes them and needs the adapters: a reader of artifacts
 imports no framework adapter.
@@ -7,7 +7,6 @@ imports no framework adapter.
 import json
 import os
 
-FORMATS = {"torchscript": "pytorch", "savedmodel": "tensorflow"}
 MANIFEST = "artifacts.json"
 ALL_SHAPES = "all"  # the key of a format's one artifact for every shape
 

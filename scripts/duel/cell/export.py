@@ -21,7 +21,8 @@ import time
 import traceback
 
 from . import compat, contract, files
-from .artifacts import ALL_SHAPES, FORMATS, MANIFEST, shape_key
+from .artifacts import ALL_SHAPES, MANIFEST, shape_key
+from .modes import ARTIFACT_FORMATS
 
 SIGNATURE = "serving_default"
 
@@ -106,8 +107,6 @@ def without_cache(model):
 
 
 EXPORTERS = {"torchscript": export_torchscript, "savedmodel": export_savedmodel}
-# The adapter mode whose build the export starts from (the same model object the mode times).
-BUILD_MODES = {"torchscript": "torchscript", "savedmodel": "function"}
 
 
 def export_artifacts(artifact_format, spec, shapes, seed, weights_dir, device, threads, folder,
@@ -116,10 +115,12 @@ def export_artifacts(artifact_format, spec, shapes, seed, weights_dir, device, t
     one artifact per shape or one for all; returns the manifest (also written to the folder)."""
     from .adapters import load_adapter
 
-    framework = FORMATS[artifact_format]
+    framework = ARTIFACT_FORMATS[artifact_format].framework
     if not os.path.isdir(folder):
         os.makedirs(folder)
-    adapter = load_adapter(framework)(BUILD_MODES[artifact_format], device, "fp32", threads)
+    # The graph mode's build: the same model object that mode times.
+    exported_from = ARTIFACT_FORMATS[artifact_format].exported_from
+    adapter = load_adapter(framework)(exported_from, device, "fp32", threads)
     shapes = [(batch, length) for batch, length in sorted(set(shapes))
               if spec.max_sequence_length is None or length <= spec.max_sequence_length]
     manifest = {"format": artifact_format, "framework": framework, "model": spec.name,

@@ -17,15 +17,10 @@ fp32, and the C/C++ runners implement the duel method only.
 """
 import os
 
-from .. import artifacts
+from .. import artifacts, modes
 
-# mode -> (framework, artifact format, where it runs)
-MODES = {
-    "jitpy": ("pytorch", "torchscript", "python"),
-    "jitcpp": ("pytorch", "torchscript", "cpp"),
-    "savedpy": ("tensorflow", "savedmodel", "python"),
-    "savedcpp": ("tensorflow", "savedmodel", "cpp"),
-}
+# mode name -> its registry entry (modes.py), deployed modes only
+MODES = {mode.name: mode for mode in modes.MODES if mode.kind in modes.DEPLOYED}
 # The runtime a C/C++ mode's runner is built against (scripts/build_runner.py, native/).
 RUNTIMES = {"pytorch": "libtorch", "tensorflow": "tensorflow"}
 
@@ -35,11 +30,11 @@ def is_deployed(mode):
 
 
 def artifact_format(mode):
-    return MODES[mode][1]
+    return MODES[mode].artifact_format
 
 
 def runs_in_cpp(mode):
-    return MODES.get(mode, (None, None, None))[2] == "cpp"
+    return mode in MODES and MODES[mode].kind == modes.DEPLOYED_CPP
 
 
 class Deployment(object):

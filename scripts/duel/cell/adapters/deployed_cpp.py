@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from .. import timing
+from ..modes import DEPLOYED_CPP, mode_names
 from .base import Adapter, no_gpu_name
 from .deployed import MODES, Deployment
 
@@ -53,15 +54,16 @@ class CppRunnerAdapter(Adapter):
     """Runs each point in the framework's C/C++ runner; the sweep's timing core is not used
     (``times_itself``), the same stopping rule runs in the runner."""
 
-    modes = ("jitcpp", "savedcpp")
+    modes = mode_names(kinds=(DEPLOYED_CPP,))
     times_itself = True
 
     def __init__(self, framework, mode, device, precision, threads, task="inference",
                  tf32=False):
         self.framework = framework
         super(CppRunnerAdapter, self).__init__(mode, device, precision, threads, task, tf32)
-        if MODES[mode][0] != framework:
-            raise ValueError("mode %s belongs to %s, not %s" % (mode, MODES[mode][0], framework))
+        if MODES[mode].framework != framework:
+            raise ValueError("mode %s belongs to %s, not %s"
+                             % (mode, MODES[mode].framework, framework))
         self.deployment = Deployment()
         self.runtime = (None, None)
         self.build_status = (None, None)

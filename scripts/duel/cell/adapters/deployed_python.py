@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from ..modes import DEPLOYED_PYTHON, mode_names
 from .deployed import Deployment
 
 
@@ -56,7 +57,7 @@ def _pytorch():
     from .pytorch import PyTorchAdapter
 
     class JitPythonAdapter(_deployed(PyTorchAdapter)):
-        modes = ("jitpy",)
+        modes = mode_names("pytorch", (DEPLOYED_PYTHON,))
         runtime_name = "torch.jit (Python)"
 
         def runtime_version(self):
@@ -78,7 +79,7 @@ def _tensorflow():
     from .tensorflow import TensorFlowAdapter
 
     class SavedPythonAdapter(_deployed(TensorFlowAdapter)):
-        modes = ("savedpy",)
+        modes = mode_names("tensorflow", (DEPLOYED_PYTHON,))
         runtime_name = "tf.saved_model (Python)"
 
         def runtime_version(self):

@@ -27,6 +27,7 @@ import torch
 
 from .. import compat
 from ..models import FAMILIES
+from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, entered, no_gpu_name
 
 NO_TRACE_FAMILIES = {
@@ -39,7 +40,7 @@ HAS_AUTOCAST = hasattr(torch, "autocast")
 
 class PyTorchAdapter(Adapter):
     framework = "pytorch"
-    modes = ("eager", "torchscript", "compile")
+    modes = mode_names("pytorch", IN_PYTHON)
 
     def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
         super(PyTorchAdapter, self).__init__(mode, device, precision, threads, task, tf32)

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from .. import compat
 from ..models import FAMILIES
+from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, no_gpu_name
 
 HAS_JIT_COMPILE = "jit_compile" in inspect.signature(tf.function).parameters
@@ -39,7 +40,7 @@ def _build_info():
 
 class TensorFlowAdapter(Adapter):
     framework = "tensorflow"
-    modes = ("eager", "function", "xla")
+    modes = mode_names("tensorflow", IN_PYTHON)
     out_of_memory_words = Adapter.out_of_memory_words + ("oom when allocating",)
 
     def __init__(self, mode, device, precision, threads, task="inference", tf32=False):

@@ -13,9 +13,7 @@ import json
 import os
 
 from duel.cell import files
-
-
-ARTIFACT_FORMATS = ("torchscript", "savedmodel")  # results/artifacts/ERA/DEVICE/FORMAT/MODEL
+from duel.cell.modes import ARTIFACT_FORMATS
 
 
 class ReferenceMismatch(ValueError):

@@ -36,7 +36,7 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from duel.cell import contract  # noqa: E402
+from duel.cell import contract, modes  # noqa: E402
 
 from duel.host.render import chart_kinds  # noqa: E402
 from duel.host.tables import scopes, summary  # noqa: E402
@@ -66,9 +66,11 @@ COLOURS = {
     ("tensorflow", "savedpy"): "#ffbb78",
     ("tensorflow", "savedcpp"): "#7f2704",
 }
-# The deployment chart: each C/C++ mode beside the Python runs of the same graph.
-DEPLOYMENT_MODES = {"pytorch": ("torchscript", "jitpy", "jitcpp"),
-                    "tensorflow": ("function", "savedpy", "savedcpp")}
+# The deployment chart: each C/C++ mode beside the Python runs of the same graph (the graph
+# mode first, then the artifact loaded in Python, then the C/C++ runner).
+DEPLOYMENT_MODES = {mode.framework: tuple(reversed(modes.same_graph_in_python(mode)))
+                    + (mode.name,)
+                    for mode in modes.MODES if mode.kind == modes.DEPLOYED_CPP}
 ERA_COLOURS = {"hf2019": "#7f7f7f", "current": "#2ca02c"}
 MARKERS = ("o", "s", "^", "D", "v", "P")
 LINESTYLES = ("-", "--", ":", "-.")
@@ -437,7 +439,7 @@ def deployment_charts(frame):
         keep = [mode in DEPLOYMENT_MODES.get(framework, ())
                 for framework, mode in zip(group["framework"], group["mode"])]
         group = group[keep]
-        if not group["mode"].isin(["jitcpp", "savedcpp"]).any():
+        if not group["mode"].isin(modes.mode_names(kinds=(modes.DEPLOYED_CPP,))).any():
             continue
         order = [(framework, mode) for framework in ("pytorch", "tensorflow")
                  for mode in DEPLOYMENT_MODES[framework]]

@@ -7,6 +7,7 @@ ratio (N/A), never a dropped row.
 """
 import pandas as pd
 
+from duel.cell import modes
 from duel.host.tables import scopes, summary
 
 SIDE = ["reported_ms", "status", "framework_version", "mode"]
@@ -72,9 +73,13 @@ def cross_era(frame, old="hf2019", new="current"):
 # The deployment view: each C/C++ mode against the in-process Python run of the same graph
 # (the same artifact loaded in Python, and the graph mode it was exported from), and the two
 # frameworks' deployed modes against each other.
-PYTHON_COST_PAIRS = [("pytorch", "jitpy", "jitcpp"), ("pytorch", "torchscript", "jitcpp"),
-                     ("tensorflow", "savedpy", "savedcpp"), ("tensorflow", "function", "savedcpp")]
-DEPLOYED_PAIRS = [("jitcpp", "savedcpp"), ("jitpy", "savedpy")]
+PYTHON_COST_PAIRS = [(mode.framework, python_mode, mode.name)
+                     for mode in modes.MODES if mode.kind == modes.DEPLOYED_CPP
+                     for python_mode in modes.same_graph_in_python(mode)]
+DEPLOYED_PAIRS = [(pytorch_mode, tensorflow_mode)
+                  for kind in (modes.DEPLOYED_CPP, modes.DEPLOYED_PYTHON)
+                  for pytorch_mode in modes.mode_names("pytorch", (kind,))
+                  for tensorflow_mode in modes.mode_names("tensorflow", (kind,))]
 
 
 def python_costs(frame):

@@ -1,0 +1,110 @@
+"""Every execution mode, once: its framework, its kind and the artifact it needs.
+
+The adapters, the deployment modes, run_cell.py, the export, the planning, the comparison pairs
+and the charts read this list; what cannot import it (the config schema's enum, the charts'
+colours) is held to it by tests/test_mode_registry.py. A mode is added here or nowhere.
+Read by in-cell code: Python 3.6, standard library only.
+"""
+from collections import OrderedDict, namedtuple
+
+EAGER = "eager"  # op by op, the framework's default
+GRAPH = "graph"  # a graph built and run in this Python process
+DEPLOYED_PYTHON = "deployed-python"  # an exported artifact loaded back into Python
+DEPLOYED_CPP = "deployed-cpp"  # the same artifact run by the framework's C/C++ runtime
+KINDS = (EAGER, GRAPH, DEPLOYED_PYTHON, DEPLOYED_CPP)
+IN_PYTHON = (EAGER, GRAPH)  # the framework adapters' own modes (adapters/pytorch.py, ...)
+DEPLOYED = (DEPLOYED_PYTHON, DEPLOYED_CPP)  # adapters/deployed.py
+
+# ``artifact_format``: the export a deployed mode runs (ARTIFACT_FORMATS), None for the others.
+Mode = namedtuple("Mode", "framework name kind artifact_format")
+# ``exported_from``: the graph mode whose model the export starts from (export.py), so that
+# mode, the artifact loaded in Python and the artifact in C/C++ run the same graph.
+ArtifactFormat = namedtuple("ArtifactFormat", "name framework exported_from")
+
+MODES = (
+    Mode("pytorch", "eager", EAGER, None),
+    Mode("pytorch", "torchscript", GRAPH, None),  # torch.jit.trace per shape
+    Mode("pytorch", "compile", GRAPH, None),  # torch.compile
+    Mode("pytorch", "jitpy", DEPLOYED_PYTHON, "torchscript"),  # torch.jit.load
+    Mode("pytorch", "jitcpp", DEPLOYED_CPP, "torchscript"),  # libtorch
+    Mode("tensorflow", "eager", EAGER, None),
+    Mode("tensorflow", "function", GRAPH, None),  # tf.function
+    Mode("tensorflow", "xla", GRAPH, None),  # tf.function compiled by XLA
+    Mode("tensorflow", "savedpy", DEPLOYED_PYTHON, "savedmodel"),  # tf.saved_model.load
+    Mode("tensorflow", "savedcpp", DEPLOYED_CPP, "savedmodel"),  # TensorFlow C API
+)
+ARTIFACT_FORMATS = OrderedDict((artifact.name, artifact) for artifact in (
+    ArtifactFormat("torchscript", "pytorch", "torchscript"),  # a file per shape
+    ArtifactFormat("savedmodel", "tensorflow", "function"),  # one SavedModel for every shape
+))
+
+
+def frameworks(registry=MODES):
+    """The frameworks that have modes, in registry order."""
+    return tuple(OrderedDict.fromkeys(mode.framework for mode in registry))
+
+
+def mode_names(framework=None, kinds=KINDS, registry=MODES):
+    """The names of ``framework``'s modes (every framework's where None) of ``kinds``, in
+    registry order, each once."""
+    return tuple(OrderedDict.fromkeys(
+        mode.name for mode in registry
+        if framework in (None, mode.framework) and mode.kind in kinds))
+
+
+def by_framework(registry=MODES):
+    """{framework: its mode names}, the shape of config key 'modes'."""
+    return OrderedDict((framework, mode_names(framework, registry=registry))
+                       for framework in frameworks(registry))
+
+
+def same_graph_in_python(mode, registry=MODES):
+    """The Python modes that run a deployed mode's graph: its artifact loaded in Python, then the
+    graph mode the artifact was exported from (what Python costs is measured against each)."""
+    loaded = tuple(other.name for other in registry
+                   if other.kind == DEPLOYED_PYTHON and other.framework == mode.framework
+                   and other.artifact_format == mode.artifact_format and other != mode)
+    return loaded + (ARTIFACT_FORMATS[mode.artifact_format].exported_from,)
+
+
+def differences(listed, registry=MODES):
+    """How ``listed`` ({framework: mode names}, e.g. the schema's enum) differs from the
+    registry, a line per difference; empty where they agree (order aside)."""
+    wanted = by_framework(registry)
+    lines = []
+    for framework in list(wanted) + [name for name in listed if name not in wanted]:
+        known, given = set(wanted.get(framework, ())), set(listed.get(framework, ()))
+        for name in sorted(known - given):
+            lines.append("%s %s: in the registry, not listed" % (framework, name))
+        for name in sorted(given - known):
+            lines.append("%s %s: listed, not in the registry" % (framework, name))
+    return lines
+
+
+def problems(registry=MODES, artifact_formats=ARTIFACT_FORMATS):
+    """What makes a registry inconsistent, a line each; empty for a sound one."""
+    lines, seen = [], set()
+    for mode in registry:
+        key = (mode.framework, mode.name)
+        if key in seen:
+            lines.append("%s %s: listed twice" % key)
+        seen.add(key)
+        if mode.kind not in KINDS:
+            lines.append("%s %s: unknown kind %r" % (key + (mode.kind,)))
+        if (mode.kind in DEPLOYED) != (mode.artifact_format is not None):
+            lines.append("%s %s: a deployed mode, and only one, names its artifact format" % key)
+        artifact = artifact_formats.get(mode.artifact_format)
+        if mode.artifact_format is not None and \
+                (artifact is None or artifact.framework != mode.framework):
+            lines.append("%s %s: artifact format %r is not one of %s's"
+                         % (key + (mode.artifact_format, mode.framework)))
+        if mode.kind in DEPLOYED and \
+                [other.framework for other in registry if other.name == mode.name] != \
+                [mode.framework]:
+            lines.append("%s %s: a deployed mode's name must be its own" % key)
+    graphs = set((mode.framework, mode.name) for mode in registry if mode.kind == GRAPH)
+    for artifact in artifact_formats.values():
+        if (artifact.framework, artifact.exported_from) not in graphs:
+            lines.append("artifact format %s: exported from %s %s, not a graph mode"
+                         % (artifact.name, artifact.framework, artifact.exported_from))
+    return lines

@@ -1,5 +1,6 @@
 """The README's commands work as written: every command of its shell blocks is run here, planned
-here, or named with what it needs that this machine lacks.
+here, or named with what it needs that this machine lacks. Its tables and its Layout name what
+exists: each fault's test, each folder and each package of the code.
 
 They run literally, in a copy of the checkout whose default grid (config/config.yaml) is the tiny
 BERT, PyTorch eager, one point, quick timing: the README's own grid would take many minutes.
@@ -18,8 +19,6 @@ import pytest
 import yaml
 
 from conftest import QUICK, REPO, TEST_MODELS
-
-pytestmark = pytest.mark.workflow
 
 RUN, PLAN, COLLECT = "run", "plan", "collect"
 OUT_OF_REACH = {
@@ -132,6 +131,7 @@ def shell(command, cwd, timeout=1200):
     return result
 
 
+@pytest.mark.unit
 def test_every_readme_command_is_run_planned_or_out_of_reach_here():
     commands = readme_commands()
     assert [command for command in commands if command not in COMMANDS] == []
@@ -173,6 +173,7 @@ def readme_run(tmp_path_factory):
     return checkout, done
 
 
+@pytest.mark.workflow
 def test_the_readme_commands_work_as_written(readme_run):
     checkout, done = readme_run
     assert len(done) == len([command for command in readme_commands()
@@ -186,6 +187,7 @@ def test_the_readme_commands_work_as_written(readme_run):
         assert "merge_shards" in handle.read()  # the report holds the rules' code
 
 
+@pytest.mark.workflow
 def test_a_corrupt_shard_stops_the_merge_with_one_line_saying_what_to_do(readme_run):
     """The README's run command again after a shard was damaged: one line naming the file, in
     the merge's log and on the console; deleting the shard replans that cell alone."""
@@ -222,6 +224,7 @@ def fault_table(path=os.path.join(REPO, "README.md")):
             for row in rows]
 
 
+@pytest.mark.unit
 def test_every_row_of_the_fault_table_names_a_test_that_exists():
     """The table's last column names the test that makes each fault for real; each must be a
     test function of that file (a renamed or removed test leaves its row unproven)."""
@@ -232,3 +235,64 @@ def test_every_row_of_the_fault_table_names_a_test_that_exists():
         with open(os.path.join(REPO, module)) as handle:
             source = handle.read()
         assert re.search(r"^def %s\(" % re.escape(name), source, flags=re.M), (fault, node)
+
+
+def layout_section(path=os.path.join(REPO, "README.md")):
+    """The text of the README's Layout section."""
+    with open(path) as handle:
+        return handle.read().split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+
+
+def layout_entries(section):
+    """The paths the Layout's code block names: each line's first word, an indented one joined
+    to the unindented name above it (``  plan/`` under ``scripts/duel/host/``)."""
+    (block,) = re.findall(r"^```\n(.*?)^```", section, flags=re.M | re.S)
+    entries, parent = set(), ""
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        name = line.split()[0]
+        if line[0].isspace():
+            entries.add(parent + name)
+        else:
+            parent = name
+            entries.add(name)
+    return entries
+
+
+def layout_required(repo=REPO):
+    """What the Layout must name: every top-level folder of the checkout (tracked or not yet,
+    but not ignored) and every package of the code under scripts/duel."""
+    listed = subprocess.run(["git", "-C", repo, "ls-files", "-co", "--exclude-standard"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    required = {path.split("/", 1)[0] + "/" for path in listed if "/" in path}
+    for root, _, files in os.walk(os.path.join(repo, "scripts", "duel")):
+        if "__init__.py" in files:
+            required.add(os.path.relpath(root, repo).replace(os.sep, "/") + "/")
+    return required
+
+
+def layout_missing(section, repo=REPO):
+    """The folders and packages the Layout section leaves out, sorted."""
+    return sorted(layout_required(repo) - layout_entries(section))
+
+
+@pytest.mark.unit
+def test_the_layout_names_every_folder_and_package():
+    required = layout_required()
+    assert {"rules/", "scripts/", "tests/", "scripts/duel/cell/adapters/",
+            "scripts/duel/host/plan/"} <= required  # what it checks, found
+    assert layout_missing(layout_section()) == []
+
+
+@pytest.mark.unit
+def test_the_layout_check_fails_on_a_missing_folder_or_package():
+    section = layout_section()
+    without_plan = re.sub(r"^  plan/ .*\n", "", section, flags=re.M)
+    without_rules = re.sub(r"^rules/ .*\n", "", section, flags=re.M)
+    assert without_plan != section and without_rules != section
+    assert layout_missing(without_plan) == ["scripts/duel/host/plan/"]
+    assert layout_missing(without_rules) == ["rules/"]
+    # a name counts only under its own parent: unindented, plan/ is a top-level folder
+    moved = section.replace("  plan/ ", "plan/   ")
+    assert "scripts/duel/host/plan/" in layout_missing(moved)

@@ -179,6 +179,12 @@ def test_a_point_that_raises_is_its_own_row_and_the_sweep_goes_on(error, status)
     assert "Traceback" in log and len(point_lines(log)) == 4
 
 
+def test_a_failed_points_message_is_the_errors_type_and_first_line():
+    assert contract.error_line(ValueError("\nthe kernel broke\nsecond line")) == (
+        "ValueError: the kernel broke")
+    assert contract.error_line(MemoryError()) == "MemoryError: "
+
+
 def test_a_point_beyond_the_maximum_length_is_skipped_without_a_call():
     adapter = FakeAdapter(fail="call", fail_length=32)  # a call at 32 would raise
     rows, log = sweep_rows(adapter, lengths=(8, 16, 32))

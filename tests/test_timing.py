@@ -18,6 +18,21 @@ def busy_wait(milliseconds):
     return call
 
 
+def timed_run(run):
+    """``run()``'s result and the wall time it took in ms, on the harness's own clock."""
+    before = time.perf_counter()
+    result = run()
+    return result, (time.perf_counter() - before) * 1000.0
+
+
+def assert_inside_the_run(measurement, wall_ms, calls_per_sample=1):
+    """The first call and the samples are disjoint slices of the run, so together they fit in
+    its wall time: an upper bound that grows with any disturbance, so it cannot flake, yet fails
+    on a wrong unit or a sample that is a total."""
+    timed_ms = measurement.first_call_ms + calls_per_sample * sum(measurement.samples_ms)
+    assert 0.0 <= measurement.first_call_ms and timed_ms <= wall_ms
+
+
 class Counter(object):
     def __init__(self, inner=None):
         self.calls = 0
@@ -32,22 +47,26 @@ class Counter(object):
 def test_duel_measures_a_known_duration():
     settings = timing.DuelSettings(warmup_calls=2, min_samples=20, min_time_s=0.0,
                                    max_samples=20, max_time_s=10.0)
-    measurement = timing.time_duel(busy_wait(5.0), settings=settings)
+    measurement, wall_ms = timed_run(lambda: timing.time_duel(busy_wait(5.0), settings=settings))
     stats = timing.summarise(measurement)
     assert stats["n_samples"] == 20
     # The least disturbed sample bounds what the harness adds; the median holds the same bound
     # on a quiet machine but grows with other processes' time slices on a shared one.
     assert 5.0 <= stats["min"] < 5.5
-    assert stats["median"] >= 5.0
+    assert_inside_the_run(measurement, wall_ms)
+    # so the half of the samples at or above the median fits in the run as well
+    assert stats["median"] <= wall_ms / (stats["n_samples"] / 2.0)
 
 
 def test_timeit_measures_a_known_duration_and_reports_the_2019_mean():
     settings = timing.TimeitSettings(repeat=10, number=3)
     counter = Counter(busy_wait(2.0))
-    measurement = timing.time_timeit(counter, settings)
+    measurement, wall_ms = timed_run(lambda: timing.time_timeit(counter, settings))
     assert counter.calls == 1 + 10 * 3  # one untimed call, then repeat x number
     assert len(measurement.samples_ms) == 10
-    assert 2.0 <= min(measurement.samples_ms) < 2.3 and measurement.mean_ms >= 2.0  # as above
+    assert 2.0 <= min(measurement.samples_ms) < 2.3  # as above
+    assert_inside_the_run(measurement, wall_ms, calls_per_sample=3)
+    assert 2.0 <= measurement.mean_ms <= wall_ms / (10 * 3)  # all 30 timed calls fit in the run
     # The 2019 figure: sum of the repeats' totals / repeat / number, i.e. the samples' mean.
     assert measurement.mean_ms == pytest.approx(np.mean(measurement.samples_ms), rel=1e-12)
     assert (measurement.warmup_calls, measurement.repeat, measurement.number) == (1, 10, 3)
@@ -59,10 +78,11 @@ def test_duel_warms_up_then_synchronises_at_every_clock_read():
     sync = lambda: events.append("sync")
     settings = timing.DuelSettings(warmup_calls=2, min_samples=3, min_time_s=0.0,
                                    max_samples=3, max_time_s=10.0)
-    measurement = timing.time_duel(call, sync, settings)
+    measurement, wall_ms = timed_run(lambda: timing.time_duel(call, sync, settings))
     # a barrier, the first call timed apart (with its barrier), the rest of the warm-up, samples
     assert events == ["sync", "call", "sync", "call", "sync"] + ["call", "sync"] * 3
-    assert measurement.first_call_ms >= 0 and len(measurement.samples_ms) == 3
+    assert len(measurement.samples_ms) == 3
+    assert_inside_the_run(measurement, wall_ms)
 
 
 def test_the_first_call_is_kept_apart_from_the_samples():

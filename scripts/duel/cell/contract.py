@@ -159,11 +159,19 @@ COLUMNS = (IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + DEP
            + ENVIRONMENT)
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
+
+
+def first_line(text):
+    """The first line of ``text`` with surrounding blank lines dropped, or "" when it has none:
+    a message shown in one line, whatever else it holds."""
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def error_line(error):
     """The ``message`` of a failed point (and of any error said in one line): the exception's
     type and the first line of its text; the traceback goes to the log."""
-    text = str(error).strip().splitlines()
-    return "%s: %s" % (type(error).__name__, text[0] if text else "")
+    return "%s: %s" % (type(error).__name__, first_line(error))
 
 
 STATUSES = ("ok", "skipped", "error", "oom")  # a point's outcome; the last two are failures

@@ -31,11 +31,10 @@ def lines(frame):
     firsts = bad.drop_duplicates("message")
     for _, row in firsts.head(SHOWN_MESSAGES).iterrows():
         same = int((bad["message"] == row["message"]).sum())
-        first_line = str(row["message"] or "").strip().splitlines()[:1] or ["(no message)"]
         text.append("  %s %s %s %dx%d (%s, %d point%s): %s"
                     % (row["model"], row["framework"], row["mode"], row["batch_size"],
                        row["seq_len"], row["status"], same, "" if same == 1 else "s",
-                       first_line[0]))
+                       contract.first_line(row["message"] or "") or "(no message)"))
     if len(firsts) > SHOWN_MESSAGES:
         text.append("  ... and %d other messages" % (len(firsts) - SHOWN_MESSAGES))
     return text

@@ -19,7 +19,6 @@ from duel.cell import contract
 from duel.host.tables import peaks as peaks_module
 from duel.host.tables import replicates
 
-IDENTITY = [name for name, _ in contract.IDENTITY]
 CELL_KEYS = list(contract.CELL_KEYS)
 # The keys of one table of results: a cell without its model, plus the timing method.
 MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1}

@@ -13,7 +13,8 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))  # holds duel/
+sys.path.insert(0, SCRIPTS)
 
 from duel.host.compare import changes, report  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402

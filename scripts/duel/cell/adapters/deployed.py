@@ -26,7 +26,7 @@ MODES = {
     "savedpy": ("tensorflow", "savedmodel", "python"),
     "savedcpp": ("tensorflow", "savedmodel", "cpp"),
 }
-# The runtime a C/C++ mode's runner is built against (scripts/build_runner.py, native/).
+# The runtime a C/C++ mode's runner is built against (scripts/cell/build_runner.py, native/).
 RUNTIMES = {"pytorch": "libtorch", "tensorflow": "tensorflow"}
 
 

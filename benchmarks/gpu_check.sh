@@ -26,7 +26,7 @@ fi
 
 modes() {
   for mode in eager torchscript compile; do
-    "$python" scripts/run_cell.py --framework pytorch --mode "$mode" --device "$device" \
+    "$python" scripts/cell/run_cell.py --framework pytorch --mode "$mode" --device "$device" \
       --model-config "$bert" --batch-sizes 1,8 \
       --sequence-lengths 128,512 --methods duel,timeit --output "$out/pytorch-$mode.parquet" \
       2>&1 | tee "$out/pytorch-$mode.log" | grep -E "duel|timeit|wrote"
@@ -35,10 +35,10 @@ modes() {
 
 tf32() {
   local model="${TF32_MODEL:-$bert}" batch="${TF32_BATCH:-8}" length="${TF32_LENGTH:-512}"
-  "$python" scripts/make_reference.py --model-config "$model" --sequence-lengths "$length" \
+  "$python" scripts/cell/make_reference.py --model-config "$model" --sequence-lengths "$length" \
     --output-dir "$out/reference" 2>&1 | tee "$out/reference.log" | tail -n 1
   for switch in off on; do
-    "$python" scripts/run_cell.py --framework pytorch --mode eager --device "$device" \
+    "$python" scripts/cell/run_cell.py --framework pytorch --mode eager --device "$device" \
       --precision fp32 --tf32 "$switch" --model-config "$model" --batch-sizes "$batch" \
       --sequence-lengths "$length" --methods duel --reference-dir "$out/reference" \
       --output "$out/pytorch-tf32-$switch.parquet" \

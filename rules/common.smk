@@ -52,9 +52,9 @@ def drift_record(wildcards):
 MODELS_DIR = planner.resolve_models_dir(config, CHECKOUT)
 ERA_ENVS_DIR = planner.resolve_era_envs_dir(config, CHECKOUT)
 METHODS = planner.as_list(config["method"])
-RUN_CELL = os.path.join(CHECKOUT, "scripts", "run_cell.py")
-MAKE_REFERENCE = os.path.join(CHECKOUT, "scripts", "make_reference.py")
-RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "run_in_docker.py")
+RUN_CELL = os.path.join(CHECKOUT, "scripts", "cell", "run_cell.py")
+MAKE_REFERENCE = os.path.join(CHECKOUT, "scripts", "cell", "make_reference.py")
+RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "rules", "run_in_docker.py")
 REFERENCE = "results/reference/{era}/{model}/reference.json"
 TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
 RUNNER = config["runner"]
@@ -90,8 +90,8 @@ if MAIN_PROCESS:
     check_references()
 
 
-EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "export_artifacts.py")
-BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "build_runner.py")
+EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "cell", "export_artifacts.py")
+BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "cell", "build_runner.py")
 NATIVE_SOURCES = sorted(
     os.path.join(CHECKOUT, "native", name)
     for name in os.listdir(os.path.join(CHECKOUT, "native"))
@@ -188,7 +188,8 @@ def image_record(wildcards):
 
 
 def launcher(record_image):
-    """The words before a job's command: none, or scripts/run_in_docker.py for runner docker."""
+    """The words before a job's command: none, or scripts/rules/run_in_docker.py for runner
+    docker."""
 
     def words(wildcards, threads):
         if RUNNER != "docker":

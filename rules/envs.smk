@@ -17,4 +17,4 @@ rule build_era_env:
     conda:
         "../envs/current-cpu.yaml"
     script:
-        "../scripts/build_era_env.py"
+        "../scripts/rules/build_era_env.py"

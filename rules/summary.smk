@@ -25,4 +25,4 @@ rule merge_shards:
     params:
         min_effect=config["min_effect"],
     script:
-        "../scripts/merge_shards.py"
+        "../scripts/rules/merge_shards.py"

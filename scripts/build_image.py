@@ -27,9 +27,9 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CHECKOUT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))  # holds duel/
+sys.path.insert(0, SCRIPTS)
+CHECKOUT = os.path.dirname(SCRIPTS)
 
 from duel.host.stacks import image_build, images, python_base, wheel_cache  # noqa: E402
 

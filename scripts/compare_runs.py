@@ -5,17 +5,19 @@
 BASE (the baseline) and NEW are run directories or their results/summary.parquet. Writes
 DIR/comparison.{md,csv,xlsx,png,svg} and DIR/environment.csv (duel/host/compare/report.py).
 Exit status: 0 when no point is clearly slower by more than --threshold, 1 when one is, 2 on
-bad input (one line on stderr, nothing written). Also the script of the workflow's
-compare_baseline rule (config key baseline), where a slowdown does not fail the rule.
+bad input (one line on stderr, nothing written). The workflow's compare_baseline rule (config key
+baseline) makes the same comparison (scripts/rules/compare_baseline.py), where a slowdown does not
+fail the rule.
 """
 import argparse
 import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))  # holds duel/
+sys.path.insert(0, SCRIPTS)
 
-from duel.host.compare import changes, report  # noqa: E402
+from duel.host.compare import changes, two_runs  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
 
 PROG = "compare_runs.py"
@@ -83,24 +85,6 @@ def parser():
     return result
 
 
-def run(base, new, output, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=None,
-        fail_on_new_failures=False, resamples=statistics.RESAMPLES, machine_band=True):
-    """Compare, write the outputs, print the summary's first lines; the exit status."""
-    report.check_output(output)
-    result = changes.compare(changes.read_run(base), changes.read_run(new), ignore, min_effect,
-                             threshold, resamples=resamples,
-                             fail_on_new_failures=fail_on_new_failures,
-                             machine_band=machine_band)
-    report.write_outputs(result, output)
-    for line in result.warnings:
-        print(line)
-    counts = changes.verdict_counts(result.points)
-    print(", ".join("%s %d" % (verdict, count) for verdict, count in counts.values if count))
-    print(report.ci_status_line(result))
-    print("written to %s" % output)
-    return result.exit_status
-
-
 def main(argv=None):
     """The exit status: 0, 1 (a point clearly slower), 2 (bad input; --help: 0)."""
     try:
@@ -108,24 +92,14 @@ def main(argv=None):
     except SystemExit as stop:
         return stop.code
     try:
-        return run(arguments.base, arguments.new, arguments.output, arguments.ignore,
-                   arguments.min_effect, arguments.threshold, arguments.fail_on_new_failures,
-                   arguments.resamples, arguments.machine_band)
+        return two_runs.compare_and_write(
+            arguments.base, arguments.new, arguments.output, arguments.ignore,
+            arguments.min_effect, arguments.threshold, arguments.fail_on_new_failures,
+            arguments.resamples, arguments.machine_band)
     except changes.CompareError as error:
         sys.stderr.write("%s: error: %s\n" % (PROG, error))
         return 2
 
 
-if __name__ == "__main__" and "snakemake" in globals():
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stdout = sys.stderr = log
-        status = run(
-            snakemake.input.baseline,  # noqa: F821
-            snakemake.input.parquet,  # noqa: F821
-            os.path.dirname(snakemake.output.markdown),  # noqa: F821
-            snakemake.params.ignore,  # noqa: F821
-            snakemake.params.min_effect,  # noqa: F821
-        )
-        print("exit status for CI would be %d (the rule itself does not fail on it)" % status)
-elif __name__ == "__main__":
+if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,7 @@ envs/current-cpu.txt and list only what they add to it. The complete locks that 
 are refreshed (``--no-deps`` for their Python version).
 
 uv reads no pip configuration, so the sources and CA bundle of this machine's pip are handed to it
-(scripts/uv_options.py); anything after ``--`` is passed on to uv as well. torch's CPU build
+(scripts/install/uv_options.py); anything after ``--`` is passed on to uv as well. torch's CPU build
 (``+cpu``) is not on the default index: it must come from one of those sources, PyTorch's CPU
 wheel index or a folder holding its wheel. uv is the one pinned in envs/uv.txt (scripts/setup.sh
 installs it into .venv), or --uv.
@@ -27,12 +27,12 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CHECKOUT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))  # holds duel/
+sys.path.insert(0, SCRIPTS)
+CHECKOUT = os.path.dirname(SCRIPTS)
 
-import uv_options  # noqa: E402
 from duel.cell import locks  # noqa: E402
+from install import uv_options  # noqa: E402
 
 PLATFORM = "x86_64-manylinux_2_28"
 # (lock file, its direct requirements, the lock it is layered on or constrained by, whether the

@@ -19,14 +19,14 @@ import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPOSITORY = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))  # holds duel/
+sys.path.insert(0, SCRIPTS)
+REPOSITORY = os.path.dirname(SCRIPTS)
 
 from duel.cell import environment  # noqa: E402
 from duel.host.provenance import rebuild  # noqa: E402
 
-COMPARE_RUNS = os.path.join(HERE, "compare_runs.py")
+COMPARE_RUNS = os.path.join(SCRIPTS, "compare_runs.py")
 
 
 def parse_args(argv=None):

@@ -44,7 +44,7 @@ if [[ "$installer" == uv ]]; then
   # uv reads no pip configuration: hand it this machine's pip sources and CA bundle.
   while IFS= read -r line; do
     if [[ "$line" == SSL_CERT_FILE=* ]]; then uv_env+=("$line"); else uv_options+=("$line"); fi
-  done < <(.venv/bin/python scripts/uv_options.py)
+  done < <(.venv/bin/python scripts/install/uv_options.py)
 fi
 
 # install PYTHON LOCK...: exactly the pins of the lock files, each file checked against its hash.
@@ -69,7 +69,7 @@ if ! install .venv/bin/python "${locks[@]}"; then
   exit 1
 fi
 "${pip[@]}" check > /dev/null
-.venv/bin/python scripts/setup_marker.py .venv "$installer" "${locks[@]}"
+.venv/bin/python scripts/install/setup_marker.py .venv "$installer" "${locks[@]}"
 
 if [[ "$slurm" == true ]]; then
   # The same interpreter as .venv, without a pip or setuptools of its own: .venv's packages
@@ -82,7 +82,7 @@ if [[ "$slurm" == true ]]; then
   echo "import site; site.addsitedir('$main_site')" > "$slurm_site/duel-main-venv.pth"
   install .venv-slurm/bin/python envs/slurm.txt
   .venv-slurm/bin/python -m pip check --disable-pip-version-check > /dev/null
-  .venv-slurm/bin/python scripts/setup_marker.py .venv-slurm "$installer" envs/slurm.txt
+  .venv-slurm/bin/python scripts/install/setup_marker.py .venv-slurm "$installer" envs/slurm.txt
   # `.venv-slurm/bin/snakemake` = Snakemake from .venv, run by this interpreter.
   printf '#!/bin/sh\nexec "$(dirname "$0")/python" -m snakemake "$@"\n' > .venv-slurm/bin/snakemake
   chmod +x .venv-slurm/bin/snakemake

@@ -13,12 +13,9 @@ from duel.cell import locks
 
 pytestmark = pytest.mark.unit
 
-CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell"),
-             os.path.join(REPO, "scripts", "run_cell.py"),
-             os.path.join(REPO, "scripts", "make_reference.py"),
-             # run by the era's own interpreter too (rules/deploy.smk)
-             os.path.join(REPO, "scripts", "export_artifacts.py"),
-             os.path.join(REPO, "scripts", "build_runner.py")]
+# The Python 3.6 boundary, exactly two folders: scripts/cell (the entry points the rules start
+# with an era's own interpreter) and scripts/duel/cell (the code they import).
+CELL_CODE = [os.path.join(REPO, "scripts", "cell"), os.path.join(REPO, "scripts", "duel", "cell")]
 ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel",
                    "run_cell"}  # the project's own in-cell code
 
@@ -33,7 +30,7 @@ def python_files(paths):
                     yield os.path.join(folder, name)
 
 
-def test_in_cell_code_runs_on_python_3_6():
+def test_scripts_cell_and_duel_cell_run_on_python_3_6():
     result = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "vermin"), "--target=3.6-", "--violations", "--no-tips",
          "--eval-annotations", "--backport", "typing", *CELL_CODE],
@@ -41,7 +38,7 @@ def test_in_cell_code_runs_on_python_3_6():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_in_cell_code_imports_only_stdlib_numpy_pyarrow_frameworks_transformers():
+def test_scripts_cell_and_duel_cell_import_only_stdlib_numpy_pyarrow_frameworks_transformers():
     for path in python_files(CELL_CODE):
         tree = ast.parse(open(path).read(), path)
         for node in ast.walk(tree):
@@ -56,6 +53,21 @@ def test_in_cell_code_imports_only_stdlib_numpy_pyarrow_frameworks_transformers(
 
 
 SCRIPTS = os.path.join(REPO, "scripts")
+
+
+def test_scripts_cell_holds_exactly_what_the_rules_start_with_an_era_interpreter():
+    """The other side of the boundary: every script a rule runs with an era's interpreter is in
+    scripts/cell, and nothing else is."""
+    started = set()
+    for name in os.listdir(os.path.join(REPO, "rules")):
+        with open(os.path.join(REPO, "rules", name)) as handle:
+            started.update(re.findall(r'os\.path\.join\(CHECKOUT, "scripts", "cell", "(\w+\.py)"\)',
+                                      handle.read()))
+    present = set(name for name in os.listdir(os.path.join(SCRIPTS, "cell"))
+                  if name.endswith(".py"))
+    assert started and started == present, (started, present)
+
+
 # The host packages in import order: each imports only itself and those before it. store and cli
 # are the rooms of the results store (over tables) and the command line (over everything).
 HOST_LAYERS = ("stacks", "plan", "tables", "store", "verdicts", "render", "compare", "provenance",

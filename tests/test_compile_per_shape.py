@@ -18,7 +18,7 @@ TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 def run_compile_cell(tmp_path, batch_sizes, lengths, env=None):
     output = str(tmp_path / "compile.parquet")
     duel = QUICK["duel"]
-    command = [sys.executable, os.path.join(REPO, "scripts", "run_cell.py"),
+    command = [sys.executable, os.path.join(REPO, "scripts", "cell", "run_cell.py"),
                "--framework", "pytorch", "--mode", "compile", "--model-config", TINY,
                "--batch-sizes", batch_sizes, "--sequence-lengths", lengths, "--threads", "1",
                "--warmup-calls", str(duel["warmup_calls"]),

@@ -17,7 +17,7 @@ import pytest
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
 from duel.cell import conditions, locks
 from duel.host.stacks import eras, image_build, images
-import run_in_docker
+from rules import run_in_docker
 
 ERAS_DEVICES = [(era, device) for era in ("current", "hf2019") for device in ("cpu", "cuda")]
 # The Python each image runs, which its lock file must be resolved for: what the base ships

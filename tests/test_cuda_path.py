@@ -25,7 +25,7 @@ TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 def test_a_cuda_cell_without_a_gpu_fails_every_point_loudly(tmp_path, framework, words):
     output = str(tmp_path / "cuda.parquet")
     result = subprocess.run(
-        [sys.executable, os.path.join(SCRIPTS, "run_cell.py"), "--framework", framework,
+        [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"), "--framework", framework,
          "--device", "cuda", "--model-config", TINY, "--batch-sizes", "1,2",
          "--sequence-lengths", "8", "--output", output],
         capture_output=True, text=True, timeout=300)

@@ -39,7 +39,8 @@ def runners():
         native = os.path.join(REPO, "native")
         newest = max(os.path.getmtime(os.path.join(native, name)) for name in os.listdir(native))
         if not record or record["status"] != "ok" or os.path.getmtime(record_path) < newest:
-            result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "build_runner.py"),
+            result = subprocess.run([sys.executable,
+                                     os.path.join(SCRIPTS, "cell", "build_runner.py"),
                                      "--runtime", runtime, "--record", record_path],
                                     capture_output=True, text=True, timeout=900)
             assert result.returncode == 0, result.stderr[-3000:]
@@ -128,13 +129,13 @@ def exported(tmp_path_factory):
     """The tiny model's reference and both exports, made by the scripts the rules run."""
     folder = tmp_path_factory.mktemp("exported")
     reference = str(folder / "reference")
-    subprocess.run([sys.executable, os.path.join(SCRIPTS, "make_reference.py"),
+    subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", "make_reference.py"),
                     "--model-config", TINY, "--sequence-lengths", "8",
                     "--output-dir", reference], check=True, capture_output=True, timeout=600)
     artifacts = {}
     for artifact_format in ("torchscript", "savedmodel"):
         artifacts[artifact_format] = str(folder / artifact_format)
-        subprocess.run([sys.executable, os.path.join(SCRIPTS, "export_artifacts.py"),
+        subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", "export_artifacts.py"),
                         "--format", artifact_format, "--model-config", TINY,
                         "--reference-dir", reference, "--batch-sizes", "1",
                         "--sequence-lengths", "8", "--output-dir", artifacts[artifact_format]],
@@ -143,9 +144,9 @@ def exported(tmp_path_factory):
 
 
 def run_cell(framework, mode, reference, artifact_dir, runner_build, output):
-    command = [sys.executable, os.path.join(SCRIPTS, "run_cell.py"), "--framework", framework,
-               "--mode", mode, "--model-config", TINY, "--batch-sizes", "1",
-               "--sequence-lengths", "8", "--reference-dir", reference,
+    command = [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"),
+               "--framework", framework, "--mode", mode, "--model-config", TINY,
+               "--batch-sizes", "1", "--sequence-lengths", "8", "--reference-dir", reference,
                "--artifact-dir", artifact_dir, "--runner-build", runner_build,
                "--warmup-calls", "1", "--min-samples", "3", "--min-time-s", "0.02",
                "--output", output]

@@ -17,7 +17,7 @@ TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
 
 def run_script(name, *args):
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, name), *args],
+    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", name), *args],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result

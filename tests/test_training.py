@@ -54,7 +54,7 @@ def test_training_cells_in_both_frameworks_and_eras(tmp_path, models_dir):
 @pytest.fixture(scope="module")
 def training_weights(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("weights") / "tiny")
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "make_reference.py"),
+    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", "make_reference.py"),
                              "--model-config", TINY, "--training-weights", "--output-dir",
                              folder], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -66,7 +66,7 @@ def training_weights(tmp_path_factory):
 def test_a_broken_optimiser_fails_the_loss_check(tmp_path, training_weights, framework):
     output = str(tmp_path / "broken.parquet")
     result = subprocess.run(
-        [sys.executable, os.path.join(SCRIPTS, "run_cell.py"), "--framework", framework,
+        [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"), "--framework", framework,
          "--task", "training", "--model-config", TINY, "--batch-sizes", "2",
          "--sequence-lengths", "8", "--min-time-s", "0.02", "--learning-rate", "0",
          "--reference-dir", training_weights, "--output", output],

@@ -2,7 +2,8 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
+sys.path.insert(0, SCRIPTS)
 
 from duel.host.provenance import runs  # noqa: E402
 from duel.host.render import outcome, spreadsheet  # noqa: E402

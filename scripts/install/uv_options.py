@@ -8,7 +8,7 @@ options that say so (find-links, index-url, extra-index-url; pip's way of weighi
 which hash checking makes safe), and the CA bundle as ``SSL_CERT_FILE=...`` for uv's
 environment. scripts/setup.sh and scripts/lock.py use it; stdlib only, run by any Python with pip.
 
-    python scripts/uv_options.py [python-with-pip]
+    python scripts/install/uv_options.py [python-with-pip]
 """
 import os
 import subprocess

@@ -10,7 +10,7 @@ cannot support, still writes its record (status error or skipped, with the reaso
 then report every point with that status instead of the whole run stopping. Run by the era's
 own interpreter (Python 3.6 and up).
 
-    .venv/bin/python scripts/build_runner.py --runtime libtorch \\
+    .venv/bin/python scripts/cell/build_runner.py --runtime libtorch \\
         --record .runners/current-cpu/libtorch-0123456789ab/build.json
 """
 import argparse
@@ -22,10 +22,10 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-NATIVE = os.path.join(os.path.dirname(HERE), "native")
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
+sys.path.insert(0, SCRIPTS)
+NATIVE = os.path.join(os.path.dirname(SCRIPTS), "native")
 RUNNER = "duel-runner"
-sys.path.insert(0, HERE)
 
 from duel.cell import files  # noqa: E402
 

@@ -3,7 +3,7 @@
 
 Runs in an era's environment (both frameworks needed), e.g.
 
-    python scripts/make_reference.py --model-config config/models/gpt2.json \\
+    python scripts/cell/make_reference.py --model-config config/models/gpt2.json \\
         --sequence-lengths 8,128 --output-dir /tmp/gpt2-reference
 
 See duel/cell/reference.py. Python 3.6-compatible, like every in-cell script.
@@ -12,11 +12,11 @@ import argparse
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 
 
 def main(argv=None):
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, SCRIPTS)
     from duel.cell.process import positive_ints, prepare_process
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

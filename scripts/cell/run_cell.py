@@ -5,7 +5,7 @@ A cell is one era x device x framework x mode x task x model; it sweeps every ba
 sequence length x timing method inside this one process (imports and the model build are paid
 once). The workflow runs this script once per cell; it also runs by hand, e.g.
 
-    python scripts/run_cell.py --framework pytorch --mode eager \\
+    python scripts/cell/run_cell.py --framework pytorch --mode eager \\
         --model-config config/models/gpt2.json --batch-sizes 1 --sequence-lengths 8,64 \\
         --output /tmp/gpt2.parquet
 
@@ -17,9 +17,8 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-sys.path.insert(0, HERE)
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
+sys.path.insert(0, SCRIPTS)
 
 from duel.cell.adapters.deployed import is_deployed  # noqa: E402
 from duel.cell.contract import METHODS, RENAMED_METHODS, method_name  # noqa: E402
@@ -58,7 +57,7 @@ def parse_args(argv=None):
     grid.add_argument("--methods", type=names, default=["duel"], help="duel, timeit or both")
     grid.add_argument("--seed", type=int, default=0, help="seeds weights and input token ids")
     grid.add_argument("--reference-dir", default=None,
-                      help="shared weights and reference outputs (scripts/make_reference.py); "
+                      help="shared weights and reference outputs (scripts/cell/make_reference.py); "
                            "without it the model is built from the seed and not checked")
     grid.add_argument("--threads", type=int, default=None, help="default: all usable CPUs")
     duel = parser.add_argument_group("method duel")
@@ -83,10 +82,10 @@ def parse_args(argv=None):
     deployed = parser.add_argument_group(
         "deployment modes (%s)" % ", ".join(mode_names(kinds=DEPLOYED)))
     deployed.add_argument("--artifact-dir", default=None,
-                          help="the exported artifacts (scripts/export_artifacts.py)")
+                          help="the exported artifacts (scripts/cell/export_artifacts.py)")
     deployed.add_argument("--runner-build", default=None,
                           help="%s: the runner's build record "
-                               "(build.json, scripts/build_runner.py)"
+                               "(build.json, scripts/cell/build_runner.py)"
                                % ", ".join(mode_names(kinds=(DEPLOYED_CPP,))))
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)

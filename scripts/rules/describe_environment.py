@@ -2,7 +2,8 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
+sys.path.insert(0, SCRIPTS)
 
 import pandas as pd  # noqa: E402
 

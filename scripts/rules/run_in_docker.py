@@ -3,8 +3,8 @@
 
 With ``runner: docker`` the workflow's cell and reference jobs call this on the host, e.g.
 
-    python scripts/run_in_docker.py --image duel/current-cpu:TAG --device cpu --threads 2 \\
-        --checkout /path/to/duel --record-image -- python scripts/run_cell.py ...
+    python scripts/rules/run_in_docker.py --image duel/current-cpu:TAG --device cpu --threads 2 \\
+        --checkout /path/to/duel --record-image -- python scripts/cell/run_cell.py ...
 
 It asks the engine for the image's ID (``docker image inspect``) and runs the command in a
 container of exactly that ID: ``docker run --rm --init``, the job's working directory mounted
@@ -26,8 +26,8 @@ import signal
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
+sys.path.insert(0, SCRIPTS)
 
 from duel.cell import conditions  # noqa: E402
 from duel.cell.environment import git_commit  # noqa: E402

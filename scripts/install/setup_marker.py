@@ -1,6 +1,6 @@
 """Write PREFIX/duel-env.json after scripts/setup.sh installed lock files into PREFIX's venv.
 
-    python scripts/setup_marker.py PREFIX INSTALLER LOCK...
+    python scripts/install/setup_marker.py PREFIX INSTALLER LOCK...
 
 Like the era environments' marker (stacks/eras.py): the hash of every lock file installed (the
 first is the environment's own), the installer, the interpreter and the hash of the installed set,
@@ -12,7 +12,8 @@ import platform
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
+sys.path.insert(0, SCRIPTS)
 
 from duel.cell import files, locks  # noqa: E402
 

@@ -5,8 +5,6 @@ import sys
 SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 sys.path.insert(0, SCRIPTS)
 
-import pandas as pd  # noqa: E402
-
 from duel.host.render import pages  # noqa: E402
 from duel.host.tables import summary  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
@@ -14,7 +12,7 @@ from duel.host.verdicts import statistics  # noqa: E402
 
 def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path,
          min_effect=statistics.MIN_EFFECT):
-    points = summary.with_reported(pd.read_parquet(parquet_path))  # replicates combined once
+    points = summary.with_reported(summary.read_summary(parquet_path))  # replicates combined once
     ratios = statistics.point_ratios(points, min_effect=min_effect)
     pairs = statistics.pair_summary(ratios)
     headline = statistics.headline(points)

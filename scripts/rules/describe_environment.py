@@ -5,14 +5,13 @@ import sys
 SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 sys.path.insert(0, SCRIPTS)
 
-import pandas as pd  # noqa: E402
-
 from duel.host.provenance import runs  # noqa: E402
 from duel.host.render import pages  # noqa: E402
+from duel.host.tables import summary  # noqa: E402
 
 
 def main(parquet_path, lock_files, html_path):
-    frame = pd.read_parquet(parquet_path)
+    frame = summary.read_summary(parquet_path)
     folder = os.path.dirname(html_path)
     manifests = [os.path.relpath(path, folder) for path, _ in runs.manifests(folder)]
     with open(html_path, "w") as handle:

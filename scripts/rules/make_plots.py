@@ -8,6 +8,7 @@ sys.path.insert(0, SCRIPTS)
 import pandas as pd  # noqa: E402
 
 from duel.host.render import plots  # noqa: E402
+from duel.host.tables import summary  # noqa: E402
 
 
 def read_ratios(path):
@@ -16,7 +17,7 @@ def read_ratios(path):
 
 
 def main(parquet_path, ratios_csv, folders):
-    frame = pd.read_parquet(parquet_path)
+    frame = summary.read_summary(parquet_path)
     written = plots.draw_all(frame, read_ratios(ratios_csv), folders)
     for kind, paths in written.items():
         print("%s: %d files in %s" % (kind, len(paths), folders[kind]))

@@ -92,15 +92,17 @@ if MAIN_PROCESS:
 
 EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "cell", "export_artifacts.py")
 BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "cell", "build_runner.py")
-NATIVE_SOURCES = sorted(
+CPP_SOURCES = sorted(
     os.path.join(CHECKOUT, "native", name)
-    for name in os.listdir(os.path.join(CHECKOUT, "native"))
+    for name in os.listdir(os.path.join(CHECKOUT, "cpp"))
 )
 RUNNERS_DIR = planner.resolve_dir(config, "runners_dir", ".runners", CHECKOUT)
 
 
-def is_native(wildcards):
-    return eras.is_native(wildcards.era, device_of(wildcards), era_lock(wildcards))
+def in_workflow_env(wildcards):
+    return eras.in_workflow_env(
+        wildcards.era, device_of(wildcards), era_lock(wildcards)
+    )
 
 
 def device_of(wildcards):
@@ -113,8 +115,9 @@ def era_lock(wildcards):
 
 
 def era_env_marker(wildcards):
-    """A built era's finished environment (none for the native era, in images, under conda)."""
-    if is_native(wildcards) or USE_CONDA or RUNNER != "native":
+    """A built era's finished environment (none for the era that runs in the workflow's own
+    environment, in images, under conda)."""
+    if in_workflow_env(wildcards) or USE_CONDA or RUNNER != "native":
         return []
     settle_era_env(wildcards.era, device_of(wildcards))
     prefix = eras.keyed_prefix(
@@ -144,7 +147,7 @@ def era_python(wildcards):
     """The interpreter of a cell: its image's or conda env's, its era's venv, or our own."""
     if USE_CONDA or RUNNER != "native":
         return "python"
-    if is_native(wildcards):
+    if in_workflow_env(wildcards):
         return sys.executable
     prefix = eras.keyed_prefix(
         ERA_ENVS_DIR, wildcards.era, device_of(wildcards), era_lock(wildcards)
@@ -157,7 +160,7 @@ def era_runner(wildcards):
         return RUNNER
     if USE_CONDA:
         return "conda"
-    return "native" if is_native(wildcards) else "venv"
+    return "native" if in_workflow_env(wildcards) else "venv"
 
 
 def era_image(wildcards):

@@ -1,6 +1,6 @@
 # Deployment modes (duel/cell/adapters/deployed.py): a model's shared weights exported once to
 # its framework's own format, and, for the C/C++ modes, the era's runner built with CMake
-# against the era's own wheel (native/), cached per era, device, runtime and lock-file hash.
+# against the era's own wheel (cpp/), cached per era, device, runtime and lock-file hash.
 # Both run before the cells that use them; planning refuses these modes where they cannot run.
 
 
@@ -38,7 +38,7 @@ rule export_artifacts:
 
 rule build_runner:
     input:
-        sources=NATIVE_SOURCES,
+        sources=CPP_SOURCES,
         lock=era_lock,
         era_env=era_env_marker,
     output:

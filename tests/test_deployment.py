@@ -36,8 +36,8 @@ def runners():
         if os.path.exists(record_path):
             with open(record_path) as handle:
                 record = json.load(handle)
-        native = os.path.join(REPO, "native")
-        newest = max(os.path.getmtime(os.path.join(native, name)) for name in os.listdir(native))
+        sources = os.path.join(REPO, "cpp")
+        newest = max(os.path.getmtime(os.path.join(sources, name)) for name in os.listdir(sources))
         if not record or record["status"] != "ok" or os.path.getmtime(record_path) < newest:
             result = subprocess.run([sys.executable,
                                      os.path.join(SCRIPTS, "cell", "build_runner.py"),
@@ -102,7 +102,7 @@ IN_STEP = [
 def test_the_cpp_loop_keeps_the_python_stopping_rule(runners, tmp_path, settings, sleep_ms,
                                                      exact):
     """The same settings and a call of known duration (a sleep) in timing.time_duel and in
-    native/duel_runner.h: the same number of samples, warm-up and statistics."""
+    cpp/duel_runner.h: the same number of samples, warm-up and statistics."""
     python = timing.summarise(timing.time_duel(lambda: time.sleep(sleep_ms / 1000.0),
                                                settings=settings))
     for runner in runners.values():

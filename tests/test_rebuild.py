@@ -216,13 +216,13 @@ def test_environments_of_two_locks_sit_side_by_side(tmp_path):
                for prefix in prefixes)
 
 
-def test_era_current_is_native_only_while_this_environment_holds_its_lock(tmp_path):
+def test_era_current_runs_in_the_workflow_env_only_while_it_holds_its_lock(tmp_path):
     lock = eras.lock_file(REPO, "current", "cpu")
-    assert eras.is_native("current", "cpu", lock)
+    assert eras.in_workflow_env("current", "cpu", lock)
     old = tmp_path / "current-cpu.txt"
     old.write_text(open(lock).read().replace("pandas==", "pandas==0.0.1\n# was pandas=="))
-    assert not eras.is_native("current", "cpu", str(old))
-    assert eras.native_mismatches(str(old)) == ["pandas==0.0.1 (here: %s)"
+    assert not eras.in_workflow_env("current", "cpu", str(old))
+    assert eras.workflow_env_mismatches(str(old)) == ["pandas==0.0.1 (here: %s)"
                                                 % __import__("pandas").__version__]
 
 

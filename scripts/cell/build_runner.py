@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Build one deployment runner (native/) with CMake against an era's own installed wheel.
+"""Build one deployment runner (cpp/) with CMake against an era's own installed wheel.
 
 The era's interpreter is asked where its wheel keeps what a C++ program needs (libtorch: the
 CMake config under ``torch.utils.cmake_prefix_path``; TensorFlow: the C API headers and the
-shared objects in the package folder), then CMake and the compiler build ``native/`` in a
+shared objects in the package folder), then CMake and the compiler build ``cpp/`` in a
 folder beside the output, and the runner is moved into place, then the record ``build.json`` is written last. The
 compiler's messages go to stderr, the job's log. A build that fails, or that the era's wheel
 cannot support, still writes its record (status error or skipped, with the reason): the cells
@@ -24,7 +24,7 @@ import time
 
 SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 sys.path.insert(0, SCRIPTS)
-NATIVE = os.path.join(os.path.dirname(SCRIPTS), "native")
+CPP = os.path.join(os.path.dirname(SCRIPTS), "cpp")  # the runners' sources
 RUNNER = "duel-runner"
 
 from duel.cell import files  # noqa: E402
@@ -116,7 +116,7 @@ def build(python, runtime, folder, log=sys.stderr):
         shutil.rmtree(build_dir)
     os.makedirs(build_dir)
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    run(["cmake", "-S", NATIVE, "-B", build_dir] + generator + cmake_arguments(runtime, found),
+    run(["cmake", "-S", CPP, "-B", build_dir] + generator + cmake_arguments(runtime, found),
         log)
     run(["cmake", "--build", build_dir], log)
     runner = os.path.join(folder, RUNNER)

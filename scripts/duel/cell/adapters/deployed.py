@@ -3,9 +3,9 @@
 | mode       | framework  | artifact (export.py)           | runs in                               |
 |------------|------------|--------------------------------|---------------------------------------|
 | ``jitpy``  | pytorch    | TorchScript file per shape     | this Python process, torch.jit.load   |
-| ``jitcpp`` | pytorch    | the same files                 | native/ libtorch runner, no Python    |
+| ``jitcpp`` | pytorch    | the same files                 | cpp/ libtorch runner, no Python    |
 | ``savedpy``| tensorflow | one SavedModel, [None, None]   | this Python process, tf.saved_model.load |
-| ``savedcpp``| tensorflow| the same SavedModel            | native/ TensorFlow C API runner       |
+| ``savedcpp``| tensorflow| the same SavedModel            | cpp/ TensorFlow C API runner       |
 
 The Python modes are deployed_python.py, the C/C++ ones deployed_cpp.py. Both record per point
 what a deployment pays besides the call: ``artifact_bytes`` (size on disk), ``export_s`` (the
@@ -21,7 +21,7 @@ from .. import artifacts, modes
 
 # mode name -> its registry entry (modes.py), deployed modes only
 MODES = {mode.name: mode for mode in modes.MODES if mode.kind in modes.DEPLOYED}
-# The runtime a C/C++ mode's runner is built against (scripts/cell/build_runner.py, native/).
+# The runtime a C/C++ mode's runner is built against (scripts/cell/build_runner.py, cpp/).
 RUNTIMES = {"pytorch": "libtorch", "tensorflow": "tensorflow"}
 
 

@@ -1,8 +1,8 @@
 """Deployment modes in C/C++: the exported artifact run by its framework's own runtime.
 
-Each point starts the era's runner (native/, built by scripts/cell/build_runner.py) as its own
+Each point starts the era's runner (cpp/, built by scripts/cell/build_runner.py) as its own
 process: it loads the point's artifact, sets the cell's thread count (intra- and inter-op),
-times the duel method with the same settings (native/duel_runner.h keeps timing.py's stopping
+times the duel method with the same settings (cpp/duel_runner.h keeps timing.py's stopping
 rule) and writes its raw samples, its load time and its peak RSS to a JSON file, and the final
 hidden state of one more call to a binary file, which the sweep checks against the reference
 like any other mode's output. No Python interpreter runs in the timed process; this cell's

@@ -1,7 +1,7 @@
 """Planning the deployment modes (duel/cell/adapters/deployed.py): what they need, where their
 artifacts and runners go, and a clear refusal where they cannot run.
 
-- Modes jitcpp and savedcpp build a C/C++ runner (native/) against the era's own wheel, with
+- Modes jitcpp and savedcpp build a C/C++ runner (cpp/) against the era's own wheel, with
   CMake and the machine's C++ compiler: both must be here when the workflow plans.
 - Runner docker or apptainer: the era images carry no compiler, so the deployment modes are
   refused at planning (the Python loaders too: they exist to be compared with the C/C++ runners

@@ -203,8 +203,8 @@ def check_eras(config, checkout):
         for device in config["devices"]:
             try:
                 lock = era_envs.lock_file(checkout, era, device)
-                native = era_envs.is_native(era, device, lock)
-                if native or config.get("runner", "native") != "native":
+                own = era_envs.in_workflow_env(era, device, lock)
+                if own or config.get("runner", "native") != "native":
                     continue
                 prefix = era_envs.keyed_prefix(envs_dir, era, device, lock)
                 if era_envs.stale_reason(prefix, lock):

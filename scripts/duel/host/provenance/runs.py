@@ -59,7 +59,7 @@ def installed_set_sha256(pins):
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
 
-def native_installed():
+def workflow_env_installed():
     """(name, version) of every distribution in this interpreter's environment (.venv)."""
     return [(dist.metadata["Name"], dist.version) for dist in metadata.distributions()
             if dist.metadata["Name"]]
@@ -75,7 +75,7 @@ def freeze_installed(freeze_lines):
     return pins
 
 
-def environment_hashes(checkout, era_devices, envs_dir, native_lock_matches=None):
+def environment_hashes(checkout, era_devices, envs_dir, workflow_env_lock_matches=None):
     """Lock file hash and installed-set hash of each (era, device) environment a run uses.
 
     The lock hash is the SHA-256 of the lock file the run read (stacks/eras.py, lock_file); the
@@ -88,8 +88,8 @@ def environment_hashes(checkout, era_devices, envs_dir, native_lock_matches=None
         row = {"era": era, "device": device, "lock_file": os.path.relpath(lock, checkout),
                "lock_sha256": eras.file_sha256(lock), "environment": None,
                "installed_sha256": None, "installed_count": None}
-        if eras.is_native(era, device, lock):
-            pins = native_installed()
+        if eras.in_workflow_env(era, device, lock):
+            pins = workflow_env_installed()
             row["environment"] = sys.prefix
         else:
             prefix = eras.keyed_prefix(envs_dir, era, device, lock)

@@ -36,18 +36,18 @@ import sys
 from duel.cell import files, locks
 from duel.cell.files import file_sha256  # noqa: F401  (callers read a lock's hash from here)
 
-NATIVE_ERA = "current"
-NATIVE_DEVICE = "cpu"
+WORKFLOW_ENV_ERA = "current"
+WORKFLOW_ENV_DEVICE = "cpu"
 
 
-def is_native(era, device, lock=None):
+def in_workflow_env(era, device, lock=None):
     """Whether cells of ``era`` on ``device`` run in the workflow's own environment (today's CPU
     stack, envs/current-cpu.txt); every other era and device gets a built environment. Given the
-    era's ``lock``, era ``current`` is native only while this environment holds the lock's pins
+    era's ``lock``, era ``current`` runs there only while this environment holds the lock's pins
     (a rebuild of an old run whose lock differs builds an environment of its own)."""
-    if era != NATIVE_ERA or device != NATIVE_DEVICE:
+    if era != WORKFLOW_ENV_ERA or device != WORKFLOW_ENV_DEVICE:
         return False
-    return lock is None or not native_mismatches(lock)
+    return lock is None or not workflow_env_mismatches(lock)
 
 
 def lock_pins(lock):
@@ -78,7 +78,7 @@ def _mismatches(lock, digest):
     return tuple(wrong)
 
 
-def native_mismatches(lock):
+def workflow_env_mismatches(lock):
     """The pins of ``lock`` this interpreter's environment does not hold (a local version label
     such as torch's +cpu aside); empty when the workflow's own environment is that lock's."""
     return list(_mismatches(lock, file_sha256(lock)))

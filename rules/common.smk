@@ -93,7 +93,7 @@ if MAIN_PROCESS:
 EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "cell", "export_artifacts.py")
 BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "cell", "build_runner.py")
 CPP_SOURCES = sorted(
-    os.path.join(CHECKOUT, "native", name)
+    os.path.join(CHECKOUT, "cpp", name)
     for name in os.listdir(os.path.join(CHECKOUT, "cpp"))
 )
 RUNNERS_DIR = planner.resolve_dir(config, "runners_dir", ".runners", CHECKOUT)

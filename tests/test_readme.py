@@ -110,7 +110,7 @@ def tiny_checkout(folder):
             shutil.copytree(source, os.path.join(folder, name))
         else:
             shutil.copy(source, folder)
-    for name in ("scripts", "envs", "containers", "benchmarks", "native", ".venv"):
+    for name in ("scripts", "envs", "containers", "benchmarks", "cpp", ".venv"):
         os.symlink(os.path.join(REPO, name), os.path.join(folder, name))
     shutil.copy(os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
                 os.path.join(folder, "config", "models"))

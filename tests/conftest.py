@@ -61,6 +61,76 @@ def models_dir(tmp_path):
     return str(folder)
 
 
+# Small real shards, written by the shard writer, for the tests of what reads them (the merge,
+# the spreadsheet, the 2019 history, comparisons).
+from duel.cell import contract, shard  # noqa: E402
+
+POINTS = [(1, 8), (1, 64), (2, 8)]
+
+
+def cell_rows(framework, mode, model, method, scale, status_of=None):
+    """One cell's rows at POINTS, ok unless ``status_of`` names a point's status."""
+    rows = []
+    for batch, length in POINTS:
+        row = contract.empty_row()
+        row.update(era="current", device="cpu", framework=framework, mode=mode,
+                   precision="fp32", task="inference", model=model, batch_size=batch,
+                   seq_len=length, method=method, cpu_model="Test CPU", threads=2,
+                   cpu_flags="avx2,fma,avx", cpu_max_mhz=2000.0,
+                   framework_version="9.9", python="3.11.7")
+        status = (status_of or {}).get((batch, length), "ok")
+        row["status"] = status
+        if status == "ok":
+            samples = [scale * batch * length / 3.0 + i / 7.0 for i in range(5)]
+            row.update(samples=samples, n_samples=5, median=samples[2],
+                       mean=sum(samples) / 5.0 + 0.001, min=samples[0], max=samples[-1],
+                       achieved_gflops=16.0 * batch)
+        else:
+            row["message"] = "RuntimeError: injected"
+        rows.append(row)
+    return rows
+
+
+@pytest.fixture
+def shards(tmp_path):
+    """Six cells' shards: four cells on their locked stack, two on a drifted one."""
+    paths = []
+    specs = [
+        ("pytorch", "eager", "gpt2", "duel", 1.0, None),
+        ("tensorflow", "eager", "gpt2", "duel", 2.0, {(1, 64): "oom"}),
+        ("pytorch", "eager", "bert", "duel", 3.0, {(2, 8): "skipped"}),
+        ("tensorflow", "eager", "bert", "duel", 4.0, None),
+        ("pytorch", "eager", "distilgpt2", "timeit", 5.0, None),
+        ("pytorch", "torchscript", "gpt2", "duel", 0.5, {(1, 64): "error"}),
+    ]
+    for index, spec in enumerate(specs):
+        path = str(tmp_path / ("shard-%d.parquet" % index))
+        rows = cell_rows(*spec)
+        for row in rows:  # two software stacks: four cells as locked, two drifted
+            exact = index < 4
+            row.update(lock_file="envs/current-cpu.txt", lock_sha256="1" * 64,
+                       installed_sha256=("a" if exact else "b") * 64, lock_match=exact,
+                       lock_drift="" if exact else "six 1.17.0 -> 1.16.0",
+                       drift_accepted=not exact, runner="native")
+        shard.write_shard(rows, path)
+        paths.append(path)
+    return paths
+
+
+def era_shards(tmp_path):
+    """One timeit cell's shards in each era, the 2019 one with a point out of memory."""
+    paths = []
+    for era, scale, status_of in (("hf2019", 2.0, {(2, 8): "oom"}), ("current", 1.0, None)):
+        rows = cell_rows("pytorch", "eager", "gpt2", "timeit", scale, status_of)
+        for row in rows:
+            row["era"] = era
+            row["framework_version"] = "1.3.0" if era == "hf2019" else "2.13.0"
+        path = str(tmp_path / ("%s.parquet" % era))
+        shard.write_shard(rows, path)
+        paths.append(path)
+    return paths
+
+
 # What a test costs and needs (pytest.ini lists them; README.md, "Tests", gives the subsets).
 COST_MARKERS = ("unit", "framework", "workflow", "era", "docker", "slurm", "install")
 

@@ -2,9 +2,9 @@
 
 What runs here for real: a cuda cell started on this machine fails loudly in both frameworks
 (every point an ``error`` row that says no GPU was seen, the shard still written), instead of
-quietly timing the CPU; the nominal peaks of known GPUs. The device barrier's place in the clock
-reads is held by test_timing (a recording barrier); the GPU runs themselves are the device check
-in benchmarks/gpu_check.sh, run where a GPU is lent.
+quietly timing the CPU. The nominal peaks of known GPUs are held by test_peaks, the device
+barrier's place in the clock reads by test_timing (a recording barrier); the GPU runs themselves
+are the device check in benchmarks/gpu_check.sh, run where a GPU is lent.
 """
 import os
 import subprocess
@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import SCRIPTS, TEST_MODELS, snakemake
-from duel.host.tables import peaks
 
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
@@ -34,29 +33,6 @@ def test_a_cuda_cell_without_a_gpu_fails_every_point_loudly(tmp_path, framework,
     assert [row["status"] for row in rows] == ["error", "error"]
     assert all(words in row["message"] and row["device"] == "cuda" for row in rows)
     assert all(row["samples"] is None and row["device_name"] is None for row in rows)
-
-
-@pytest.mark.parametrize("name, precision, expected", [
-    ("NVIDIA H200", "bf16", 989400.0),
-    ("NVIDIA H100 PCIe", "fp32", 51200.0),
-    ("Tesla V100-SXM2-16GB", "fp16", 125000.0),
-    ("Tesla V100-SXM2-16GB", "bf16", None),
-    ("Some Future GPU", "fp32", None),
-])
-@pytest.mark.unit
-def test_gpu_peaks_come_from_the_data_sheet_table(name, precision, expected):
-    peak, source = peaks.peak_gflops({"device": "cuda", "device_name": name,
-                                      "precision": precision})
-    assert peak == expected, source
-
-
-@pytest.mark.unit
-def test_cpu_peak_follows_the_widest_vector_unit():
-    row = {"device": "cpu", "precision": "fp32", "threads": 4, "cpu_max_mhz": 2500.0}
-    assert peaks.peak_gflops(dict(row, cpu_flags="avx512f,avx2,fma,avx"))[0] == 640.0
-    assert peaks.peak_gflops(dict(row, cpu_flags="avx2,fma,avx"))[0] == 320.0
-    assert peaks.peak_gflops(dict(row, cpu_flags="avx"))[0] == 160.0
-    assert peaks.peak_gflops(dict(row, precision="bf16"))[0] is None
 
 
 @pytest.mark.workflow

@@ -86,17 +86,23 @@ def test_duel_warms_up_then_synchronises_at_every_clock_read():
 
 
 def test_the_first_call_is_kept_apart_from_the_samples():
-    calls = []
+    """On a clock that the first call (a trace, a compile) moves by 2**-5 s and every later one
+    by 2**-10 s: the first call's time, and only it, is first_call_ms; every sample is a later
+    call's, exactly."""
+    now, calls = [0.0], []
 
-    def call():  # 20 ms the first time (a trace, a compile), 1 ms after
-        busy_wait(20.0 if not calls else 1.0)()
+    def call():
+        now[0] += 2.0 ** (-5 if not calls else -10)
         calls.append(1)
 
-    duel = timing.time_duel(call, settings=timing.DuelSettings(2, 5, 0.0, 5, 10.0))
-    assert duel.first_call_ms >= 20.0 and max(duel.samples_ms) < 5.0
+    clock = lambda: now[0]
+    duel = timing.time_duel(call, settings=timing.DuelSettings(2, 5, 0.0, 5, 10.0), clock=clock)
+    assert duel.first_call_ms == 1000.0 * 2.0 ** -5 and len(calls) == 2 + 5
+    assert duel.samples_ms == [1000.0 * 2.0 ** -10] * 5
     calls[:] = []
-    timed = timing.time_timeit(call, timing.TimeitSettings(repeat=3, number=2))
-    assert timed.first_call_ms >= 20.0 and max(timed.samples_ms) < 5.0
+    timed = timing.time_timeit(call, timing.TimeitSettings(repeat=3, number=2), clock=clock)
+    assert timed.first_call_ms == 1000.0 * 2.0 ** -5 and len(calls) == 1 + 3 * 2
+    assert timed.samples_ms == [1000.0 * 2.0 ** -10] * 3
 
 
 def test_the_first_call_stays_out_of_the_samples_even_without_warm_up():

@@ -50,14 +50,15 @@ def _no_sync():
     return None
 
 
-def time_timeit(call, settings=TIMEIT_DEFAULTS):
+def time_timeit(call, settings=TIMEIT_DEFAULTS, clock=timeit.default_timer):
     """Time ``call`` exactly as the 2019 script did: one untimed call, then timeit.repeat.
 
     One sample per repeat: the per-call time of that repeat (its total over ``number`` calls).
-    timeit switches the garbage collector off while timing, as it did in 2019.
+    timeit switches the garbage collector off while timing, as it did in 2019. ``clock``:
+    timeit's own (perf_counter); a test passes one it controls.
     """
-    first_call_ms = _timed_ms(call, _no_sync, time.perf_counter)
-    totals = timeit.repeat(call, repeat=settings.repeat, number=settings.number)
+    first_call_ms = _timed_ms(call, _no_sync, clock)
+    totals = timeit.repeat(call, repeat=settings.repeat, number=settings.number, timer=clock)
     samples = [total / settings.number * 1000.0 for total in totals]
     mean_ms = sum(totals) / float(len(totals)) / float(settings.number) * 1000.0
     return Measurement(samples, mean_ms, 1, settings.repeat, settings.number, first_call_ms)

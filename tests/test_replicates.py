@@ -48,7 +48,7 @@ def test_a_real_twenty_percent_difference_stays_clear_over_processes():
     ratio = statistics.pooled_figure(pytorch) / statistics.pooled_figure(tensorflow)
     assert 1.1 < low < ratio < high < 1.35
     assert statistics.verdict(ratio, low, high, 0.05, "PyTorch faster", "TensorFlow faster") == \
-        ("yes", "TensorFlow faster")
+        (True, "TensorFlow faster")
 
 
 @pytest.mark.unit
@@ -58,8 +58,8 @@ def test_a_difference_below_the_minimum_effect_is_not_clear_even_with_a_tight_in
     low, high = statistics.bootstrap_ratio(pytorch, tensorflow)
     assert low > 1.0  # the interval alone would call it
     clear, text = statistics.verdict(1.03, low, high, 0.05, "PyTorch faster", "TensorFlow faster")
-    assert clear == "no" and "of 5% or more" in text
-    assert statistics.verdict(1.03, low, high, 0.02, "a", "b") == ("yes", "b")
+    assert clear is False and "of 5% or more" in text
+    assert statistics.verdict(1.03, low, high, 0.02, "a", "b") == (True, "b")
 
 
 @pytest.mark.unit
@@ -68,11 +68,11 @@ def test_clear_needs_the_whole_interval_beyond_the_minimum_effect_not_only_the_r
     # beyond 5%, but the evidence does not say the difference is 5% or more; a rerun of such a
     # point is as likely to land at 1.04 (not clear) as at 1.08.
     assert statistics.verdict(1.08, 1.02, 1.12, 0.05, "a", "b") == (
-        "no", "no clear difference of 5% or more")
-    assert statistics.verdict(1.08, 1.06, 1.12, 0.05, "a", "b") == ("yes", "b")
-    assert statistics.verdict(0.90, 0.85, 0.94, 0.05, "a", "b") == ("yes", "a")
-    assert statistics.verdict(0.90, 0.85, 0.96, 0.05, "a", "b")[0] == "no"  # 0.96 > 1/1.05
-    assert statistics.verdict(1.08, 0.98, 1.12, 0.05, "a", "b") == ("no", "no clear difference")
+        False, "no clear difference of 5% or more")
+    assert statistics.verdict(1.08, 1.06, 1.12, 0.05, "a", "b") == (True, "b")
+    assert statistics.verdict(0.90, 0.85, 0.94, 0.05, "a", "b") == (True, "a")
+    assert statistics.verdict(0.90, 0.85, 0.96, 0.05, "a", "b")[0] is False  # 0.96 > 1/1.05
+    assert statistics.verdict(1.08, 0.98, 1.12, 0.05, "a", "b") == (False, "no clear difference")
     assert statistics.is_clear(1.001, 1.01) and not statistics.is_clear(0.99, 1.01)
 
 

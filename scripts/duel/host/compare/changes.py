@@ -226,10 +226,10 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
         return record
     low, high, clear = judged.ci_low, judged.ci_high, judged.clear
     record.update(ci_low=low, ci_high=high,
-                  verdict=judged.verdict if clear == "yes" else UNCLEAR,
+                  verdict=judged.verdict if clear else UNCLEAR,
                   interval=statistics.interval_kind(row["replicates_base"],
                                                     row["replicates_new"]))
-    if clear != "yes":
+    if not clear:
         record["note"] = (
             "interval includes 1" if not statistics.is_clear(low, high) else
             "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect)

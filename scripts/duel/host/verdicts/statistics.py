@@ -170,14 +170,15 @@ def _not_ok(status, framework):
 
 
 def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0):
-    """(clear, verdict) of a ratio and its interval: ``faster_below`` names the side that is
-    faster when the ratio is clearly below 1, ``faster_above`` when clearly above; ``shift``:
-    the machine's own change between the two sides, which a clear change must exceed too."""
+    """(clear, verdict) of a ratio and its interval, ``clear`` True or False: ``faster_below``
+    names the side that is faster when the ratio is clearly below 1, ``faster_above`` when
+    clearly above; ``shift``: the machine's own change between the two sides, which a clear
+    change must exceed too."""
     if is_beyond(low, high, ratio, equivalence_band(min_effect, shift)):
-        return "yes", faster_below if ratio < 1.0 else faster_above
+        return True, faster_below if ratio < 1.0 else faster_above
     if is_clear(low, high):
-        return "no", "no clear difference of %g%% or more" % (100.0 * min_effect)
-    return "no", "no clear difference"
+        return False, "no clear difference of %g%% or more" % (100.0 * min_effect)
+    return False, "no clear difference"
 
 
 # One side of a judged pair, and what the judge found: ``verdict`` None where a side is not ok
@@ -185,6 +186,9 @@ def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0)
 Side = namedtuple("Side", "status reported_ms n_samples replicate_samples")
 Judgement = namedtuple("Judgement", "ratio ci_low ci_high clear verdict")
 TOO_FEW = "too few samples for an interval (fewer than %d)" % MIN_SAMPLES
+# How the ratio tables (ratios.csv, the statistics sheet and page) write ``clear``: empty
+# where no interval could be made.
+CLEAR_WORDS = {True: "yes", False: "no", None: None}
 
 
 def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=1.0,
@@ -215,6 +219,7 @@ def _judge(row, confidence, resamples, seed, min_effect):
                    "PyTorch faster", "TensorFlow faster", confidence=confidence,
                    resamples=resamples, seed=seed)
     record = judged._asdict()
+    record["clear"] = CLEAR_WORDS[judged.clear]
     if judged.verdict is None:
         record["verdict"] = "not compared: " + ", ".join(
             text for text in (_not_ok(row["status_pt"], "pytorch"),

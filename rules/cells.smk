@@ -78,6 +78,7 @@ rule run_cell:
         learning_rate=config["training"]["learning_rate"],
         duel=config["duel"],
         timeit=config["timeit"],
+        disturbance=config["disturbance"],
         deployed=deployed_arguments,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
@@ -93,7 +94,11 @@ rule run_cell:
         " --reference-dir {params.reference_dir:q}"
         " --warmup-calls {params.duel[warmup_calls]} --min-samples {params.duel[min_samples]}"
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
-        " --max-time-s {params.duel[max_time_s]}"
+        " --max-time-s {params.duel[max_time_s]} --warmup-time-s {params.duel[warmup_time_s]}"
+        " --max-steal-share {params.disturbance[max_steal_share]}"
+        " --max-other-share {params.disturbance[max_other_share]}"
+        " --max-canary-ratio {params.disturbance[max_canary_ratio]}"
+        " --attempts {params.disturbance[attempts]}"
         " --repeat {params.timeit[repeat]} --number {params.timeit[number]}"
         " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
         " --output {output.shard:q} > {log:q} 2>&1"

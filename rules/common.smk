@@ -363,6 +363,7 @@ def cell_runtime_min(wildcards, threads):
         config["timeit"],
         threads,
         task=wildcards.task,
+        attempts=config["disturbance"]["attempts"],
     )
 
 
@@ -457,7 +458,8 @@ def record_run_start():
 def say_outcome():
     """The run's end-of-run lines (duel/host/render/outcome.py) on the console."""
     if workflow.is_main_process and not workflow.dryrun:
-        for line in outcome.lines_of_run(shard_paths()):
+        run_s = runs.wall_seconds(runs.read(RUN_MANIFEST[0])) if RUN_MANIFEST else None
+        for line in outcome.lines_of_run(shard_paths(), run_s=run_s):
             print(line, file=sys.stderr)
 
 

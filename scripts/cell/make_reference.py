@@ -8,9 +8,13 @@ Runs in an era's environment (both frameworks needed), e.g.
 
 See duel/cell/reference.py. Python 3.6-compatible, like every in-cell script.
 """
-import argparse
-import os
-import sys
+import time
+
+STARTED = time.time()  # the job's wall time, imports included, goes into the manifest
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
 
 SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 
@@ -37,11 +41,12 @@ def main(argv=None):
 
     spec = models.load_model_spec(args.model_config)
     if args.training_weights:
-        manifest = reference.make_training_weights(spec, args.seed, args.output_dir)
+        manifest = reference.make_training_weights(spec, args.seed, args.output_dir,
+                                                   started=STARTED)
         sys.stderr.write("training weights for %s: %s\n" % (spec.name, manifest["heads"]))
         return 0
     manifest = reference.make_reference(spec, args.seed, args.sequence_lengths, args.output_dir,
-                                        sweep.token_ids)
+                                        sweep.token_ids, started=STARTED)
     sys.stderr.write("reference for %s: lengths %s, failed %s\n"
                      % (spec.name, manifest["lengths"], manifest["failed"]))
     return 0

@@ -2,8 +2,12 @@
 """Run one benchmark cell and write its Parquet shard.
 
 A cell is one era x device x framework x mode x task x model; it sweeps every batch size x
-sequence length x timing method inside this one process (imports and the model build are paid
-once). The workflow runs this script once per cell; it also runs by hand, e.g.
+sequence length x timing method inside one fresh process (imports and the model build are paid
+once). This script starts that process, judges each point it measured (conditions.disturbance:
+the host's steal time, other processes on its CPUs, the canary) and runs the disturbed points
+again in another fresh process, ``--attempts`` processes at most; the shard keeps every
+attempt's row, and only each point's last counts. The workflow runs this script once per cell;
+it also runs by hand, e.g.
 
     python scripts/cell/run_cell.py --framework pytorch --mode eager \\
         --model-config config/models/gpt2.json --batch-sizes 1 --sequence-lengths 8,64 \\
@@ -11,11 +15,16 @@ once). The workflow runs this script once per cell; it also runs by hand, e.g.
 
 This file and everything it imports run in the oldest era too (Python 3.6, see duel/cell).
 """
-import argparse
-import hashlib
-import json
-import os
-import sys
+import time
+
+STARTED = time.time()  # this process's start, before its imports: start-up is a measured cost
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 
 SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 sys.path.insert(0, SCRIPTS)
@@ -29,6 +38,19 @@ from duel.cell.process import positive_ints, prepare_process  # noqa: E402
 def names(text):
     """'duel,timeit' -> ['duel', 'timeit']."""
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def point_list(text):
+    """'1x8:duel,2x64:timeit' -> {(1, 8, 'duel'), (2, 64, 'timeit')} (an argparse type)."""
+    points = set()
+    for part in names(text):
+        try:
+            size, method = part.split(":")
+            batch, length = size.split("x")
+            points.add((int(batch), int(length), method_name(method)))
+        except ValueError:
+            raise argparse.ArgumentTypeError("expected BATCHxLENGTH:METHOD, got %r" % part)
+    return points
 
 
 def parse_args(argv=None):
@@ -63,6 +85,9 @@ def parse_args(argv=None):
     duel = parser.add_argument_group("method duel")
     duel.add_argument("--warmup-calls", type=int, default=3,
                       help="untimed calls per point; the first call is untimed even at 0")
+    duel.add_argument("--warmup-time-s", type=float, default=0.5,
+                      help="warm-up stops early once the calls after the first took this long "
+                           "(0: by count alone)")
     duel.add_argument("--min-samples", type=int, default=10)
     duel.add_argument("--min-time-s", type=float, default=1.0)
     duel.add_argument("--max-samples", type=int, default=1000)
@@ -87,6 +112,21 @@ def parse_args(argv=None):
                           help="%s: the runner's build record "
                                "(build.json, scripts/cell/build_runner.py)"
                                % ", ".join(mode_names(kinds=(DEPLOYED_CPP,))))
+    disturbed = parser.add_argument_group(
+        "disturbed points (conditions.disturbance; 0 switches a limit off)")
+    disturbed.add_argument("--max-steal-share", type=float, default=0.05,
+                           help="the host's steal time over the point's CPU time")
+    disturbed.add_argument("--max-other-share", type=float, default=0.10,
+                           help="other processes' CPU time on the point's CPUs over its CPU time")
+    disturbed.add_argument("--max-canary-ratio", type=float, default=1.5,
+                           help="the canary around the point over the job's fastest canary")
+    disturbed.add_argument("--attempts", type=int, default=3,
+                           help="processes per job at most, the first included (1: no retry)")
+    disturbed.add_argument("--attempt", type=int, default=None,
+                           help="measure in this process as attempt N and write its rows (the "
+                                "job's own processes are started with it)")
+    disturbed.add_argument("--points", type=point_list, default=None,
+                           help="with --attempt: only these points, e.g. 1x8:duel,2x64:duel")
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)
     if is_deployed(args.mode) and not args.artifact_dir:
@@ -105,7 +145,8 @@ def settings_digest(args, spec):
     """SHA-256 of everything that determines this cell's numbers (not where they are written)."""
     settings = dict(vars(args))
     # not what the numbers depend on
-    for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build"):
+    for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build",
+                  "attempt", "points"):
         settings.pop(where)
     settings.pop("accept_drift")  # recorded, but it changes no number
     settings["architecture"] = spec.architecture
@@ -115,7 +156,68 @@ def settings_digest(args, spec):
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.attempt is None:
+        return run_job(args, argv)
+    return measure(args)
+
+
+def attempt_command(argv, attempt, points, output):
+    """The command line of the job's process number ``attempt``: this script with the job's own
+    arguments, measuring ``points`` (None: all) into ``output``."""
+    kept, skip = [], False
+    for argument in argv:
+        if skip:
+            skip = False
+        elif argument in ("--output", "--attempt", "--points"):
+            skip = True
+        elif not argument.startswith(("--output=", "--attempt=", "--points=")):
+            kept.append(argument)
+    command = [sys.executable, os.path.abspath(__file__)] + kept
+    command += ["--attempt", str(attempt), "--output", output]
+    if points:
+        command += ["--points", ",".join("%dx%d:%s" % point for point in sorted(points))]
+    return command
+
+
+def run_job(args, argv):
+    """Measure the cell in fresh processes until no counted point is disturbed or ``--attempts``
+    processes have run; write every attempt's rows to the shard."""
+    from duel.cell import attempts, conditions, shard
+
+    limits = conditions.Limits(args.max_steal_share, args.max_other_share,
+                               args.max_canary_ratio, max(1, args.attempts))
+    rows, points = [], None
+    for attempt in range(1, limits.attempts + 1):
+        partial = "%s.attempt-%d" % (args.output, attempt)
+        status = subprocess.call(attempt_command(argv, attempt, points, partial))
+        if status != 0 or not os.path.exists(partial):
+            if attempt == 1:
+                return status or 1
+            sys.stderr.write("run_cell.py: attempt %d ended with status %d; the rows of the "
+                             "attempts before it stand\n" % (attempt, status))
+            break
+        rows += shard.read_rows(partial)
+        os.remove(partial)
+        points = attempts.judge(rows, limits)
+        if not points:
+            break
+        if attempt < limits.attempts:
+            sys.stderr.write("run_cell.py: %d disturbed point(s) run again in a fresh process "
+                             "(attempt %d)\n" % (len(points), attempt + 1))
+    for row in rows:
+        row["job_wall_s"] = time.time() - STARTED
+    shard.write_shard(rows, args.output)
+    counted = [row for row in rows if row["counted"]]
+    failed = sum(1 for row in counted if row["status"] in ("oom", "error"))
+    sys.stderr.write("wrote %s: %d points, %d failed, %d rows of %d attempt(s)\n"
+                     % (args.output, len(counted), failed, len(rows), attempt))
+    return 0
+
+
+def measure(args):
+    """Measure the cell (or ``--points`` of it) in this process and write its rows."""
     from duel.cell import environment, models
 
     from duel.cell import conditions
@@ -149,7 +251,8 @@ def main(argv=None):
     settings = sweep.SweepSettings(
         seed=args.seed,
         duel=timing.DuelSettings(
-            args.warmup_calls, args.min_samples, args.min_time_s, args.max_samples, args.max_time_s
+            args.warmup_calls, args.min_samples, args.min_time_s, args.max_samples, args.max_time_s,
+            args.warmup_time_s,
         ),
         timeit=timing.TimeitSettings(args.repeat, args.number),
         reference_dir=args.reference_dir,
@@ -160,10 +263,11 @@ def main(argv=None):
         args.replicate,
     )
     points = sweep.plan_points(args.batch_sizes, args.sequence_lengths, args.methods)
-    rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns)
+    if args.points:
+        points = [point for point in points if tuple(point) in args.points]
+    columns["attempt"] = args.attempt
+    rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns, started=STARTED)
     shard.write_shard(rows, args.output)
-    failed = sum(1 for row in rows if row["status"] in ("oom", "error"))
-    sys.stderr.write("wrote %s: %d points, %d failed\n" % (args.output, len(rows), failed))
     return 0
 
 

@@ -7,19 +7,21 @@ sys.path.insert(0, SCRIPTS)
 
 from duel.host.provenance import runs  # noqa: E402
 from duel.host.render import outcome, spreadsheet  # noqa: E402
-from duel.host.tables import history, summary  # noqa: E402
+from duel.host.tables import breakdown, history, summary  # noqa: E402
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):
     frame = summary.read_shards(shards)  # the long table: every replicate's points, migrated
     points = summary.with_reported(frame)  # the point table: replicates pooled, made once
     summary.write_outputs(frame, parquet_path, csv_path)
-    spreadsheet.write_workbook(frame, xlsx_path, min_effect, points)
+    results_dir = os.path.dirname(parquet_path)
+    spreadsheet.write_workbook(frame, xlsx_path, min_effect, points,
+                               breakdown.reference_seconds(results_dir))
     history.write_2019_csvs(points, csv_2019_folder)
     print("merged %d shards" % len(shards))
     for line in outcome.lines(frame):
         print(line)
-    missing = runs.shards_without_manifest(shards, os.path.dirname(parquet_path))
+    missing = runs.shards_without_manifest(shards, results_dir)
     if missing:  # old runs merge as before; only a rebuild needs the manifest
         print("%d shards have no run manifest (%s/*/manifest.json; made before runs recorded "
               "one), so scripts/rebuild_run.py cannot rebuild them: %s"

@@ -52,6 +52,15 @@ OUTCOME = [
     ("status", pa.string()),  # ok, oom, error, skipped
     ("message", pa.string()),
 ]
+# A job runs its cell in a fresh process, and a point disturbed there runs again in another
+# (scripts/cell/run_cell.py): every attempt's row is kept, and only the last one counts.
+ATTEMPT = [
+    ("attempt", pa.int64()),  # which process of the job measured the row: 1, 2, ...
+    ("disturbed", pa.string()),  # why the point counts as disturbed (conditions.disturbance)
+    ("counted", pa.bool_()),  # the row the statistics use (false: a disturbed row run again)
+    ("startup_s", pa.float64()),  # that process from its start to its first point (imports, build)
+    ("job_wall_s", pa.float64()),  # the whole job, every attempt, from its start to its shard
+]
 TIMING = [
     ("samples", pa.list_(pa.float64())),  # every timed value, milliseconds per call
     ("n_samples", pa.int64()),
@@ -70,6 +79,8 @@ TIMING = [
     ("gc_collections", pa.int64()),  # garbage collections inside the duel samples (conditions)
     ("canary_before_ms", pa.float64()),  # the fixed canary workload just before the point...
     ("canary_after_ms", pa.float64()),  # ...and just after it (conditions.canary_ms)
+    ("steal_ms", pa.float64()),  # the host's steal time on the point's CPUs during the point
+    ("other_cpu_ms", pa.float64()),  # other processes' CPU time there (conditions.CpuWatch)
 ]
 MEMORY = [
     ("peak_host_rss_mb", pa.float64()),
@@ -155,7 +166,7 @@ ENVIRONMENT = [
     ("drift_accepted", pa.bool_()),
 ]
 
-COLUMNS = (IDENTITY + OUTCOME + TIMING + MEMORY + CHECK + TRAINING + GRAPH + DEPLOYMENT + WORK
+COLUMNS = (IDENTITY + OUTCOME + ATTEMPT + TIMING + MEMORY + CHECK + TRAINING + GRAPH + DEPLOYMENT + WORK
            + ENVIRONMENT)
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]

@@ -50,7 +50,7 @@ def load_reference(folder, length):
     return np.load(path) if os.path.exists(path) else None
 
 
-def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
+def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr, started=None):
     """Write the folder described in the module docstring; returns its manifest."""
     import torch
 
@@ -87,7 +87,8 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr):
     parts = ["pytorch", "tensorflow"] + [os.path.basename(reference_path(folder, length))
                                          for length in made]
     return write_manifest(folder, "reference.json", {"model": spec.name, "seed": seed,
-                                                     "lengths": made, "failed": failed}, parts)
+                                                     "lengths": made, "failed": failed}, parts,
+                          started)
 
 
 def _tensorflow(log=None):
@@ -102,7 +103,7 @@ def _tensorflow(log=None):
     return tf
 
 
-def make_training_weights(spec, seed, folder, log=sys.stderr):
+def make_training_weights(spec, seed, folder, log=sys.stderr, started=None):
     """The model with its language-modelling head, seeded, saved for both frameworks
     (``pytorch-lm/``, ``tensorflow-lm/``): every training cell of the model, in either framework,
     starts each point from exactly these weights. Manifest ``training.json``, written last."""
@@ -125,20 +126,24 @@ def make_training_weights(spec, seed, folder, log=sys.stderr):
             pytorch_dir, from_pt=True).save_pretrained(tensorflow_dir)
     return write_manifest(folder, "training.json", {"model": spec.name, "seed": seed,
                                                     "heads": family.pytorch_lm_class},
-                          ["pytorch-lm", "tensorflow-lm"])
+                          ["pytorch-lm", "tensorflow-lm"], started)
 
 
-def write_manifest(folder, name, manifest, parts):
+def write_manifest(folder, name, manifest, parts, started=None):
     """Write ``name`` in ``folder`` last and atomically, with the versions that made it and the
     size, modification time and SHA-256 of every file under ``parts`` (paths in ``folder``):
-    planning checks them before any cell reads these files (duel/host/plan/references.py)."""
+    planning checks them before any cell reads these files (duel/host/plan/references.py).
+    ``started``: when the job started (time.time()), for its ``wall_s`` (host/tables/breakdown)."""
+    import time
+
     import torch
 
     tf = _tensorflow()
     manifest = dict(manifest, torch=torch.__version__,
                     tensorflow=tf.__version__ if tf is not None else None,
                     transformers=compat.transformers_version(),
-                    files=files.describe_files(folder, parts))
+                    files=files.describe_files(folder, parts),
+                    wall_s=time.time() - started if started is not None else None)
     files.write_json(os.path.join(folder, name), manifest)
     return manifest
 

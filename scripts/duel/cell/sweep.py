@@ -58,6 +58,7 @@ def measure(adapter, spec, point, settings):
     adapter.begin_point()
     adapter.reset_device_peak()
     canary_before_ms = conditions.canary_ms()
+    watch = conditions.CpuWatch().start()
     probe = PeakRssProbe().start()
     began = time.perf_counter()
     inputs = adapter.inputs(token_ids(spec, point.batch_size, point.seq_len, settings.seed))
@@ -79,6 +80,7 @@ def measure(adapter, spec, point, settings):
     columns = timing.summarise(measurement)
     columns.update(adapter.graph_columns())
     columns["point_wall_s"] = time.perf_counter() - began
+    columns.update(watch.stop())
     columns["setup_s"] = setup_s
     columns["canary_before_ms"] = canary_before_ms
     columns["canary_after_ms"] = conditions.canary_ms()
@@ -131,8 +133,9 @@ def judge_output(adapter, call, point, settings):
 SweepSettings = namedtuple("SweepSettings", "seed duel timeit reference_dir learning_rate")
 
 
-def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr):
-    """Build the model once, then run every point; returns one contract row per point."""
+def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr, started=None):
+    """Build the model once, then run every point; returns one contract row per point.
+    ``started``: when the process started (time.time()), for each row's ``startup_s``."""
     build_error = None
     unsupported = adapter.unsupported_reason(spec)
     try:
@@ -141,12 +144,14 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
     except Exception as error:  # a cell whose model cannot be built still reports every point
         traceback.print_exc(file=log)
         build_error = "model build failed: " + contract.error_line(error)
+    startup_s = time.time() - started if started is not None else None
     rows = []
     for point in points:
         row = contract.empty_row()
         row.update(environment)
         row.update(cell._asdict())
         row.update(point._asdict())
+        row["startup_s"] = startup_s
         row["flops"] = flops.point_flops(spec, cell.task, point.batch_size, point.seq_len)
         limit = spec.max_sequence_length
         if unsupported:

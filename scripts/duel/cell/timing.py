@@ -36,10 +36,12 @@ Measurement.__doc__ = """Raw samples of one point (ms per call) and how they wer
 """
 
 DuelSettings = namedtuple(
-    "DuelSettings", "warmup_calls min_samples min_time_s max_samples max_time_s"
+    "DuelSettings", "warmup_calls min_samples min_time_s max_samples max_time_s warmup_time_s"
 )
+DuelSettings.__new__.__defaults__ = (0.0,)  # warmup_time_s 0: warm up by count alone
 DUEL_DEFAULTS = DuelSettings(
-    warmup_calls=3, min_samples=10, min_time_s=1.0, max_samples=1000, max_time_s=60.0
+    warmup_calls=3, min_samples=10, min_time_s=1.0, max_samples=1000, max_time_s=60.0,
+    warmup_time_s=0.5,
 )
 
 TimeitSettings = namedtuple("TimeitSettings", "repeat number")
@@ -78,14 +80,20 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
     ``max_samples`` samples, or once ``max_time_s`` seconds have passed (then with fewer samples
     than ``min_samples`` if a single call is that slow; ``n_samples`` tells how many).
     At least one warm-up call whatever ``warmup_calls`` says (the config refuses 0): the first
-    call of a shape traces or compiles, and that is never a sample.
+    call of a shape traces or compiles, and that is never a sample. After it, warm-up calls go on
+    up to ``warmup_calls`` in all, or until those after the first have taken ``warmup_time_s``
+    (when positive): one steady call of 700 ms warms up as well as three.
     """
     warmup_calls = max(1, settings.warmup_calls)  # the first call is never a sample
     synchronise()
     first_call_ms = _timed_ms(call, synchronise, clock)
-    for _ in range(warmup_calls - 1):
+    done, warming = 1, clock()
+    while done < warmup_calls:
+        if settings.warmup_time_s > 0 and clock() - warming >= settings.warmup_time_s:
+            break
         call()
-    synchronise()
+        synchronise()
+        done += 1
     samples = []
     with gc_paused({}) as collector:
         started = clock()
@@ -100,7 +108,7 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
             if enough or len(samples) >= settings.max_samples or elapsed >= settings.max_time_s:
                 break
     return Measurement(
-        samples, float(np.mean(samples)), warmup_calls, None, None, first_call_ms,
+        samples, float(np.mean(samples)), done, None, None, first_call_ms,
         collector.get("collections", 0),
     )
 

@@ -87,7 +87,7 @@ def renamed_keys(config, warn):
 
 
 def coerce_command_line_numbers(config, lists=("batch_sizes", "sequence_lengths"),
-                                mappings=("duel", "timeit", "training")):
+                                mappings=("duel", "timeit", "training", "disturbance")):
     """Turn number strings into numbers, and true/false into booleans, where the schema expects
     them.
 

@@ -218,6 +218,15 @@ def write(record, path):
     files.write_json(path, record, sort_keys=True)
 
 
+def wall_seconds(record):
+    """A finished run's wall time from its manifest ``record``, or None while it runs."""
+    if not (record.get("started_at") and record.get("ended_at")):
+        return None
+    started, ended = (datetime.datetime.fromisoformat(record[key]).timestamp()
+                      for key in ("started_at", "ended_at"))
+    return ended - started
+
+
 def read(path):
     with open(path) as handle:
         return json.load(handle)

@@ -11,12 +11,22 @@ import pandas as pd
 
 from duel.cell import contract
 
+from duel.host.tables import breakdown, summary
+
 # How many distinct failure messages are shown; the count says how many there are in all.
 SHOWN_MESSAGES = 3
 
 
 def lines(frame):
-    """The end-of-run lines of the merged point table ``frame`` (one row per point)."""
+    """The end-of-run lines of the merged table ``frame``: its counted rows' statuses, failures
+    and attempts (one row per point and replicate)."""
+    attempts = breakdown.attempt_lines(frame) if "counted" in frame.columns else []
+    if "counted" in frame.columns:
+        frame = frame[frame["counted"].fillna(True).astype(bool)]
+    return _status_lines(frame) + attempts
+
+
+def _status_lines(frame):
     counts = frame["status"].value_counts()
     total = len(frame)
     failed = int(sum(counts.get(status, 0) for status in contract.FAILED))
@@ -40,15 +50,16 @@ def lines(frame):
     return text
 
 
-def lines_of_run(shards, results_dir="results"):
+def lines_of_run(shards, results_dir="results", run_s=None):
     """The end-of-run lines of the run whose merged table is in ``results_dir``, or none when
     that table is missing or older than one of the run's ``shards`` (a run whose targets
-    stopped before the merge)."""
+    stopped before the merge); ``run_s``: the run's wall time, where known."""
     path = os.path.join(results_dir, "summary.parquet")
     if not os.path.exists(path):
         return []
     merged = os.stat(path).st_mtime
     if any(os.path.exists(shard) and os.stat(shard).st_mtime > merged for shard in shards):
         return []
-    columns = ["status", "message", "model", "framework", "mode", "batch_size", "seq_len"]
-    return lines(pd.read_parquet(path, columns=columns))
+    frame = summary.read_summary(path)
+    times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
+    return lines(frame) + breakdown.lines(times, run_s)

@@ -23,6 +23,8 @@ Sheets:
   this run, each with the hardware it was measured on.
 - ``environment``: one row per cell and replicate: versions, CPU, threads, runner, commit,
   config hash.
+- ``time``: where the jobs' time went (tables/breakdown.py), and how many points were
+  disturbed and run again.
 Values are written as the floats stored in the shards (seconds are ms / 1000, nothing rounded).
 """
 import contextlib
@@ -35,7 +37,7 @@ import pandas as pd
 from duel.cell import contract
 from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 
-from duel.host.tables import history, scopes, summary
+from duel.host.tables import breakdown, history, scopes, summary
 from duel.host.verdicts import comparisons, statistics
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
@@ -201,6 +203,22 @@ def write_noise(workbook, frame):
     _widen_first_column(sheet, 10)
 
 
+def write_time(workbook, frame, references_s):
+    """Where the jobs' time went (breakdown.parts), then the attempts (attempts.py)."""
+    sheet = workbook.create_sheet("time")
+    table = breakdown.parts(frame, references_s)
+    _append(sheet, ["Where the jobs' time went (seconds; share of their sum). Reported figures: "
+                    "%.0f%% (timed samples and first calls)." % (100 * breakdown.reported_share(table))],
+            bold=True)
+    _append(sheet, ["part", "seconds", "share"], bold=True)
+    for row in table.itertuples(index=False):
+        _append(sheet, row, number_format=RATIO_FORMAT)
+    _append(sheet, [])
+    for line in breakdown.attempt_lines(frame):
+        _append(sheet, [line])
+    _widen_first_column(sheet, 48)
+
+
 def write_gflops(workbook, frame, points):
     sheet = workbook.create_sheet("GFLOP per s")
     _append(sheet, ["Achieved GFLOP/s per point: analytic forward FLOPs (matrix products, "
@@ -351,6 +369,7 @@ def write_about(sheet, sheet_names):
                        "time and peak RSS of each deployment mode"],
         ["historical 2019", "the 2019 published averages beside this run's, with hardware"],
         ["environment", "what produced each cell's numbers, per replicate"],
+        ["time", "where the jobs' time went, and the points disturbed and run again"],
         [],
         ["sheets"] + list(sheet_names),
     ]
@@ -382,10 +401,12 @@ def exact_floats():
         openpyxl.cell._writer.safe_string = original
 
 
-def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=None):
+def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=None,
+                   references_s=0.0):
     """The whole spreadsheet for a merged frame (see the module docstring): every sheet reads
     the long table ``frame`` (every replicate) or its point table, derived once here unless the
-    caller hands it in (``points_table``: summary.with_reported of ``frame``)."""
+    caller hands it in (``points_table``: summary.with_reported of ``frame``); ``references_s``:
+    the reference jobs' wall time, for the time sheet."""
     long_frame = frame
     frame = summary.with_reported(frame) if points_table is None else points_table
     points = summary.point_order(frame)
@@ -403,6 +424,7 @@ def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=N
     write_deployment(workbook, frame, points)
     write_historical(workbook, frame)
     write_environment(workbook, long_frame)
+    write_time(workbook, long_frame, references_s)
     write_about(about, workbook.sheetnames[1:])
     with exact_floats():
         workbook.save(path)

@@ -2,7 +2,8 @@
 
 Every report reads this table (through ``summary.with_reported``), so none of them can keep
 "the last replicate" by accident; the spreadsheet's ``long`` sheet and ``summary.parquet`` keep
-every replicate's row.
+every replicate's row, and every attempt's: a disturbed row that ran again in a fresh process is
+not ``counted`` (duel/cell/attempts.py) and has no part in the point.
 
 Per point:
 - ``replicates``: how many processes ran it; ``replicate_samples``: each one's raw samples
@@ -148,8 +149,10 @@ def point_table(frame):
     if "replicate" not in frame.columns:
         frame["replicate"] = 1
     frame["replicate"] = frame["replicate"].fillna(1).astype("int64")
+    if "counted" in frame.columns:
+        frame = frame[frame["counted"].fillna(True).astype(bool)]
     keys = [key for key in POINT_IDENTITY if key in frame.columns]
-    columns = [name for name in frame.columns if name != "replicate"]
+    columns = [name for name in frame.columns if name not in ("replicate", "attempt", "counted")]
     records = [_point(group, columns)
                for _, group in frame.groupby(keys, sort=False, dropna=False)]
     table = pd.DataFrame.from_records(records, columns=columns + ADDED)

@@ -3,7 +3,8 @@
 Only the data contract (duel.cell.contract) is read, and every table read from disk, a shard
 or a summary of any Duel version, goes through one migration (``migrated``): a column added
 later gets nulls, or the value it implicitly had (MIGRATED_DEFAULTS: points from before the
-precision dimension were fp32, from before replicates one process per cell); a value with
+precision dimension were fp32, from before replicates one process per cell, from before
+retries the only attempt, counted); a value with
 another name is read under its current one (RENAMED_VALUES: the timing method's other name
 ``hf2019`` is read as ``timeit``). This is the place for a migration if a column or a value is
 ever renamed.
@@ -21,7 +22,7 @@ from duel.host.tables import replicates
 
 CELL_KEYS = list(contract.CELL_KEYS)
 # The keys of one table of results: a cell without its model, plus the timing method.
-MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1}
+MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1, "attempt": 1, "counted": True}
 RENAMED_VALUES = {"method": contract.RENAMED_METHODS}
 ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
 

@@ -1,0 +1,118 @@
+"""Where a run's time went, from its own records: the shards, the reference manifests and the
+run manifest. One home for the figure every change to the method's cost is judged on; the
+spreadsheet's ``time`` sheet and the end-of-run lines both read it.
+
+Parts, in seconds of job time (on one machine jobs run one at a time, so they add up to the
+run's wall time; on a cluster they overlap):
+
+- timed samples: every sample of every row (each replicate and attempt; timeit's samples are
+  per call, so times ``number``): what the verdicts rest on;
+- first calls: each point's untimed first call (a trace or compile cost, itself reported);
+- inside points, untimed: the rest of each point's wall time (warm-up calls, the canary before
+  it, preparing its input);
+- cell start-up: each cell process from its start to its first point (imports, model build,
+  weights);
+- cells, between points: the rest of each job (output checks, canaries after points, the
+  job's own process, shards, retries' process exits);
+- reference jobs: each reference job's wall time (its manifest's ``wall_s``);
+- the rest: the run's wall time less all of the above (Snakemake, the merge, statistics,
+  charts), only where the run's wall time is known.
+"""
+import glob
+import json
+import os
+
+import numpy as np
+import pandas as pd
+
+from duel.cell import contract
+
+REPORTED = ("timed samples", "first calls")
+PROCESS = list(contract.CELL_KEYS) + ["attempt"]
+
+
+def _number(value, default=0.0):
+    return default if value is None or pd.isna(value) else float(value)
+
+
+def _timed_s(row):
+    samples = row["samples"]
+    if samples is None or (np.ndim(samples) == 0 and pd.isna(samples)):
+        return 0.0
+    return float(np.sum(samples)) * _number(row.get("number"), 1.0) / 1000.0
+
+
+def reference_seconds(results_dir):
+    """The wall time of every reference job whose manifest lies under ``results_dir``."""
+    total = 0.0
+    for path in glob.glob(os.path.join(results_dir, "reference", "*", "*", "*.json")):
+        try:
+            with open(path) as handle:
+                total += _number(json.load(handle).get("wall_s"))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return total
+
+
+def parts(frame, references_s=0.0, run_s=None):
+    """The breakdown of the long table ``frame`` (every row of every shard): a frame with
+    ``part``, ``seconds`` and ``share`` (of the run's wall time where known, else of the parts'
+    sum), in the order of the module docstring."""
+    timed = sum(_timed_s(row) for _, row in frame.iterrows())
+    first = frame["first_call_ms"].fillna(0).astype(float).sum() / 1000.0
+    in_points = frame["point_wall_s"].fillna(0).astype(float).sum()
+    processes = frame.drop_duplicates(PROCESS)
+    startup = processes["startup_s"].fillna(0).astype(float).sum()
+    jobs = frame.drop_duplicates(list(contract.CELL_KEYS))
+    job_wall = jobs["job_wall_s"].fillna(0).astype(float).sum()
+    rows = [("timed samples", timed), ("first calls", first),
+            ("inside points, untimed", max(0.0, in_points - timed - first)),
+            ("cell start-up", startup),
+            ("cells, between points", max(0.0, job_wall - startup - in_points)),
+            ("reference jobs", references_s)]
+    measured = sum(seconds for _, seconds in rows)
+    if run_s is not None:
+        rows.append(("the rest (Snakemake, merge, statistics, charts)",
+                     max(0.0, run_s - measured)))
+    total = run_s if run_s else measured
+    table = pd.DataFrame(rows, columns=["part", "seconds"])
+    table["share"] = table["seconds"] / total if total else np.nan
+    return table
+
+
+def reported_share(table):
+    """The share of the time that went to reported figures (timed samples and first calls)."""
+    return float(table.loc[table["part"].isin(REPORTED), "share"].sum())
+
+
+def lines(table, run_s=None):
+    """The breakdown in a few lines of at most 80 columns."""
+    head = ("Time: %.0f s" % run_s) if run_s is not None else \
+        "Time in jobs: %.0f s" % table["seconds"].sum()
+    text = ["%s, %.0f%% of it producing reported figures (timed samples, first calls):"
+            % (head, 100.0 * reported_share(table))]
+    for _, row in table.iterrows():
+        text.append("  %-48s %7.0f s %4.0f%%" % (row["part"], row["seconds"], 100.0 * row["share"]))
+    return text
+
+
+def attempt_lines(frame):
+    """What the run's attempts did (duel/cell/attempts.py): the points run again in a fresh
+    process, and a warning where points stayed disturbed after their last attempt."""
+    if "counted" not in frame.columns or frame["attempt"].isna().all():
+        return []
+    counted = frame[frame["counted"].fillna(True).astype(bool)]
+    total = len(counted)
+    again = int((counted["attempt"].fillna(1) > 1).sum())
+    disturbed = counted[counted["disturbed"].notna()]
+    text = ["Disturbed: %d of %d points ran again in a fresh process (%d rows of disturbed "
+            "processes kept, not counted)." % (again, total, len(frame) - total)]
+    if len(disturbed):
+        kinds = {"host": "steal", "other": "other processes", "canary": "canary"}
+        reasons = pd.Series([kinds.get(reason.split(" ")[0], reason) for text in disturbed["disturbed"]
+                             for reason in str(text).split("; ")]).value_counts()
+        text.append("WARNING, unstable: %d of %d points were still disturbed after their last "
+                    "attempt (%s); their figures count, and a rerun may differ."
+                    % (len(disturbed), total,
+                       ", ".join("%s %d" % item for item in reasons.items())))
+    return text

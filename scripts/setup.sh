@@ -9,7 +9,8 @@
 # process, and where .pyc files are missing and cannot be written (PYTHONDONTWRITEBYTECODE, a
 # read-only tree) each one would spend seconds compiling TensorFlow's sources before it starts.
 # Last, .venv/duel-env.json records the hash of every lock file installed (planning compares
-# .venv with its lock: README, Exact environments). Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
+# .venv with its lock: README, Exact environments), and .venv/bin/duel launches the `duel`
+# command. Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,6 +71,11 @@ if ! install .venv/bin/python "${locks[@]}"; then
 fi
 "${pip[@]}" check > /dev/null
 .venv/bin/python scripts/install/setup_marker.py .venv "$installer" "${locks[@]}"
+# `.venv/bin/duel` = scripts/duel_cli.py of the checkout that holds this .venv, run by its
+# python: a launcher, not an installed package, so .venv holds exactly the locked packages.
+printf '#!/bin/sh\nhere="$(dirname "$0")"\nexec "$here/python" "$(cd "$here/../.." && pwd)/scripts/duel_cli.py" "$@"\n' \
+  > .venv/bin/duel
+chmod +x .venv/bin/duel
 
 if [[ "$slurm" == true ]]; then
   # The same interpreter as .venv, without a pip or setuptools of its own: .venv's packages

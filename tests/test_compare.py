@@ -1,4 +1,4 @@
-"""Comparing two runs (scripts/compare_runs.py, host/compare/changes.py): known answers on synthetic
+"""Comparing two runs (`duel compare`, host/compare/changes.py): known answers on synthetic
 runs, every bad input, the environment differences, and two real tiny workflow runs."""
 import os
 import subprocess
@@ -15,11 +15,11 @@ from conftest import QUICK, REPO, TEST_MODELS, snakemake, write_config
 from duel.cell import contract, shard
 from duel.host.compare import changes
 
-import compare_runs
+from duel.host.cli import main as duel
 
 CELLS = [("pytorch", "eager"), ("tensorflow", "function")]
 GRID = [(1, 8), (1, 128), (2, 8), (2, 128), (4, 32)]
-COMMAND = [sys.executable, os.path.join(REPO, "scripts", "compare_runs.py")]
+COMMAND = [sys.executable, os.path.join(REPO, "scripts", "duel_cli.py"), "compare"]
 
 
 def environment(framework, threads=2):
@@ -404,11 +404,11 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
     arguments = [str(a) for a in arguments]
     if "--output" not in arguments:
         arguments += ["--output", str(output)]
-    status = compare_runs.main(arguments)
+    status = duel.main(["compare"] + arguments)
     captured = capsys.readouterr()
     assert status == 2
     assert captured.out == "" and len(captured.err.splitlines()) == 1, captured.err
-    assert words in captured.err and captured.err.startswith("compare_runs.py: error: ")
+    assert words in captured.err and captured.err.startswith("duel compare: error: ")
     assert not output.exists()
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".comparison-")]
 
@@ -417,7 +417,7 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
 def test_bad_input_by_the_real_command(tmp_path):
     result = run_cli(tmp_path / "nowhere", tmp_path / "nowhere2", "--output", tmp_path / "out")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == "compare_runs.py: error: %s: no such file or directory\n" % (
+    assert result.stderr == "duel compare: error: %s: no such file or directory\n" % (
         tmp_path / "nowhere")
     assert not (tmp_path / "out").exists()
 

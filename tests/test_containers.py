@@ -17,6 +17,7 @@ import pytest
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
 from duel.cell import conditions, locks
 from duel.host.stacks import eras, image_build, images
+from duel.host.stacks import docker_run
 from rules import run_in_docker
 
 ERAS_DEVICES = [(era, device) for era in ("current", "hf2019") for device in ("cpu", "cuda")]
@@ -182,15 +183,15 @@ def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_pat
     checkout, work, models = tmp_path / "checkout", tmp_path / "work", tmp_path / "models"
     for folder in (checkout, work, models, checkout / "results"):
         folder.mkdir()
-    options = run_in_docker.mounts(str(work), [str(checkout), str(models)])
+    options = docker_run.mounts(str(work), [str(checkout), str(models)])
     assert options == ["--volume", "%s:%s:rw" % (work, work), "--volume",
                        "%s:%s:ro" % (checkout, checkout), "--volume", "%s:%s:ro" % (models, models)]
-    inside = run_in_docker.mounts(str(checkout), [str(checkout), str(checkout / "results")])
+    inside = docker_run.mounts(str(checkout), [str(checkout), str(checkout / "results")])
     assert inside == ["--volume", "%s:%s:rw" % (checkout, checkout)]  # run in the checkout
     args = run_in_docker.parse_args(["--image", "duel/x:1", "--device", "cuda", "--threads", "3",
                                      "--checkout", str(checkout), "--record-image", "--",
                                      "python", "run_cell.py", "--output", "a b.parquet"])
-    command = run_in_docker.docker_run_command(args, "sha256:abc", "duel-n", str(work), "c0ffee")
+    command = docker_run.docker_run_command(args, "sha256:abc", "duel-n", str(work), "c0ffee")
     assert command[:3] == ["docker", "run", "--rm"]
     cpuset = conditions.describe_cpus(conditions.pinned_cpus(3))  # the cores a native cell takes
     for option in (["--network", "none"], ["--cpuset-cpus", cpuset], ["--gpus", "all"],
@@ -200,7 +201,7 @@ def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_pat
     assert command[-9:] == ["sha256:abc", "python", "run_cell.py", "--output", "a b.parquet",
                             "--image", "duel/x:1", "--image-digest", "sha256:abc"]
     args.device = "cpu"
-    assert "--gpus" not in run_in_docker.docker_run_command(args, "sha256:abc", "n", str(work), "")
+    assert "--gpus" not in docker_run.docker_run_command(args, "sha256:abc", "n", str(work), "")
 
 
 @pytest.mark.workflow

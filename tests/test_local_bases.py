@@ -29,9 +29,10 @@ def test_official_python_bases_get_the_python_stand_in_and_debian_ones_debootstr
 
 
 def test_a_base_no_local_build_can_make_is_refused_with_what_to_do():
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "build_image.py"), "hf2019",
-                             "cuda", "--local-base"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
+    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "duel_cli.py"), "image",
+                             "build", "hf2019", "cuda", "--local-base"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2
     assert "tensorflow/tensorflow:2.0.0-gpu-py3" in result.stderr
     assert "docker load" in result.stderr
 

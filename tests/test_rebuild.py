@@ -1,4 +1,4 @@
-"""Run manifests and scripts/rebuild_run.py: a tiny run, a newer commit, a rebuild of the old run.
+"""Run manifests and `duel rebuild`: a tiny run, a newer commit, a rebuild of the old run.
 
 The repository under test is copied into a scratch clone (the checkout's files as one commit), so
 the test can add a commit on top without touching the real checkout.
@@ -51,8 +51,8 @@ def snakemake_at(checkout, workdir, *args):
 
 
 def rebuild_run(checkout, *args):
-    return subprocess.run([sys.executable, os.path.join(str(checkout), "scripts",
-                                                        "rebuild_run.py")] + list(args),
+    return subprocess.run([sys.executable, os.path.join(str(checkout), "scripts", "duel_cli.py"),
+                           "rebuild"] + list(args),
                           capture_output=True, text=True, timeout=1800)
 
 
@@ -166,14 +166,14 @@ def fake_run(folder, commit, images=()):
 def refused(result):
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rebuild_run: "), result.stderr
+    assert len(lines) == 1 and lines[0].startswith("duel rebuild: error: "), result.stderr
     return lines[0]
 
 
 def test_a_folder_without_a_manifest_is_refused_with_what_to_do(tmp_path):
     (tmp_path / "run" / "results" / "shards").mkdir(parents=True)
     line = refused(rebuild_run(REPO, str(tmp_path / "run"), "--output", str(tmp_path / "new")))
-    assert "no run manifest" in line and "compare_runs.py" in line
+    assert "no run manifest" in line and "duel compare" in line
     assert not (tmp_path / "new").exists()
 
 
@@ -191,7 +191,7 @@ def test_an_absent_recorded_image_is_refused_with_its_build_command(tmp_path):
     fake_run(tmp_path / "run", git(REPO, "rev-parse", "HEAD"), [image])
     line = refused(rebuild_run(REPO, str(tmp_path / "run"), "--output", str(tmp_path / "new")))
     assert "duel/current-cpu:gone" in line
-    assert "python scripts/build_image.py current cpu" in line
+    assert "duel image build current cpu" in line
     assert not (tmp_path / "new").exists()
 
 

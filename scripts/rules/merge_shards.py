@@ -24,7 +24,7 @@ def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect)
     missing = runs.shards_without_manifest(shards, results_dir)
     if missing:  # old runs merge as before; only a rebuild needs the manifest
         print("%d shards have no run manifest (%s/*/manifest.json; made before runs recorded "
-              "one), so scripts/rebuild_run.py cannot rebuild them: %s"
+              "one), so `duel rebuild` cannot rebuild them: %s"
               % (len(missing), runs.RUNS_DIR, ", ".join(missing)))
 
 

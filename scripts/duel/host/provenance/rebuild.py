@@ -44,8 +44,7 @@ def plan_parts(results):
             "%s has no run manifest (results/runs/*/manifest.json): it was made before runs "
             "recorded one. Rebuild it by hand (check out the commit in its shards' git_commit "
             "column and run with the same config), or compare it with a new run: "
-            "scripts/compare_runs.py %s NEW" % (os.path.dirname(os.path.abspath(results)),
-                                                 results))
+            "duel compare %s NEW" % (os.path.dirname(os.path.abspath(results)), results))
     owner = {}
     for path, record in found:  # oldest first: a newer run that rewrote a shard owns it
         for shard in record.get("shards") or []:
@@ -92,12 +91,6 @@ def check_images(record):
         if here is None:
             raise RebuildError("the run's image %s (%s) is not here: %s" % (
                 name, wanted or "no ID recorded", hint))
-
-
-def check_compare(script):
-    if not os.path.isfile(script):
-        raise RebuildError("cannot compare the rebuild with the original: %s is missing "
-                           "(the run comparison's command; restore the checkout)" % script)
 
 
 def checkout(repository, commit, diff_path, folder):

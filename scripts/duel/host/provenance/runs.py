@@ -7,7 +7,7 @@ time, the shards it wrote), and ``diff.patch`` beside it when the checkout had u
 changes. The manifest holds the resolved config (after --configfile/--config merging), the git
 commit, the lock and installed-set hashes of every era environment, the images of container
 runners, Snakemake's version and command line, the machine, and the text of every config file
-and model architecture file the run read. scripts/rebuild_run.py reads it back.
+and model architecture file the run read. ``duel rebuild`` reads it back.
 """
 import datetime
 import glob

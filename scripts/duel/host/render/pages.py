@@ -122,7 +122,7 @@ def host_versions():
 
 def environment_page(frame, lock_files, manifests=()):
     """One row per cell (software, hardware, threads, runner, commit, config hash), the lock
-    file of every era in the run, links to the run manifests (scripts/rebuild_run.py reads
+    file of every era in the run, links to the run manifests (``duel rebuild`` reads
     them), and the host software that made the report."""
     columns = summary.CELL_KEYS + summary.ENVIRONMENT
     cells = frame[columns].drop_duplicates(subset=summary.CELL_KEYS)

@@ -13,7 +13,7 @@ virtual environment built from its lock file, once, and reused:
 
 Each environment lives at ``<era_envs_dir>/<era>/<device>/<first 12 hex digits of its lock file's
 SHA-256>`` (``keyed_prefix``), so environments of different versions of a lock file (today's, and
-an old run's being rebuilt by scripts/rebuild_run.py) coexist. Era ``current`` runs in ``.venv``
+an old run's being rebuilt by ``duel rebuild``) coexist. Era ``current`` runs in ``.venv``
 only while ``.venv`` holds its lock's pins; otherwise it is built like any other era.
 
 The marker file is the proof of a finished build: an environment without it, or whose marker

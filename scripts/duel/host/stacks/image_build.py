@@ -2,7 +2,7 @@
 CA bundle), a Debian base made here without a registry, and the ``docker build`` itself.
 
 Planning (which image a cell runs in, whether the engine has it) is images.py; this module is
-only used where an image is made: scripts/build_image.py, the wheel cache and the Python base.
+only used where an image is made: ``duel image build``, the wheel cache and the Python base.
 """
 import os
 import re

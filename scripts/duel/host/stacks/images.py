@@ -112,7 +112,7 @@ def image_for(config, checkout, era, device, runner):
 
 def build_hint(era, device, runner):
     """The command that builds the default image of an era and device."""
-    command = "python scripts/build_image.py %s %s" % (era, device)
+    command = ".venv/bin/duel image build %s %s" % (era, device)
     if runner == "apptainer":
         command += " --engine apptainer"
     return ("build it with `%s` (add --local-base where no registry is reachable; "

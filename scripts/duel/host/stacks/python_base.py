@@ -1,7 +1,7 @@
 """A stand-in for an official ``python:X.Y`` base image, made on this machine without a registry.
 
 The 2019 CPU image starts from ``python:3.7.16-slim-bullseye``. Where no image registry is
-reachable, ``scripts/build_image.py hf2019 cpu --local-base`` builds it on
+reachable, ``duel image build hf2019 cpu --local-base`` builds it on
 ``duel/python:<version>-bookworm`` instead, made here:
 
 - the local Debian bookworm (``duel/debian:bookworm``, made by ``debootstrap --variant=minbase``

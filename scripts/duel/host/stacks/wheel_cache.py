@@ -1,7 +1,7 @@
 """A folder holding a file of every pin of a lock file, filled once and reused by image builds.
 
 An era's image installs its lock file with pip in the build; the 2019 lock alone is about 930 MB
-of wheels (torch 1.3.0's is 773 MB). ``scripts/build_image.py --wheel-cache DIR`` fills ``DIR``
+of wheels (torch 1.3.0's is 773 MB). ``duel image build --wheel-cache DIR`` fills ``DIR``
 with the lock's pins that it lacks, by ``pip download --no-deps`` run with the era's own Python
 (so wheels are chosen for that interpreter) and checked against the lock's hashes: exactly the
 files the lock names, a wheel where the pin has one for that Python and the source archive of a

@@ -1,0 +1,44 @@
+"""The ``duel`` command: one parser, a subcommand per job, the same exit codes in each."""
+import argparse
+import sys
+
+from duel.host.cli import command, compare, image, lock, rebuild, show
+
+DESCRIPTION = """Duel: PyTorch against TensorFlow on transformer models. The workflow itself runs
+with snakemake (README); these are the commands around it."""
+
+SUBCOMMANDS = (show, compare, rebuild, lock, image)
+
+
+def parser():
+    top = command.Parser(
+        prog="duel", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=command.epilog(dict((code, None) for code, _ in command.EXIT_CODES),
+                              ["duel show runs/today",
+                               "duel compare runs/before runs/after --output comparison",
+                               "duel SUBCOMMAND --help"]))
+    subcommands = top.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
+    for module in SUBCOMMANDS:
+        module.add(subcommands)
+    return top
+
+
+def main(argv=None):
+    """Parse, run the subcommand; its exit status. Refusals and failures are one line each."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a parser's one-line error (2)
+        return stop.code
+    try:
+        check = getattr(args, "check", None)
+        if check:
+            check(args.parser, args)
+        return args.func(args)
+    except SystemExit as stop:  # a check's parser.error
+        return stop.code
+    except command.Refusal as error:
+        sys.stderr.write("%s: error: %s\n" % (args.parser.prog, error))
+        return command.BAD_INPUT
+    except command.Failure as error:
+        sys.stderr.write("%s: error: %s\n" % (args.parser.prog, error))
+        return command.FAILED

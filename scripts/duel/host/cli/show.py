@@ -1,0 +1,54 @@
+"""``duel show``: what a finished run says at its end (render/outcome.py), again, on demand."""
+import json
+import os
+
+import pandas as pd
+
+from duel.cell import contract
+from duel.host.cli import command
+from duel.host.render import outcome
+
+DESCRIPTION = """Print a finished run's end-of-run lines.
+
+How many points, how many failed, and the first failure messages. RUN_DIR is a run folder, its
+results/ folder or its summary.parquet."""
+
+
+def add(subparsers):
+    parser = command.add(
+        subparsers, "show", DESCRIPTION,
+        {command.FINE: "every point ok (or skipped)",
+         command.FINDING: "the run has failed points (status oom or error)",
+         command.BAD_INPUT: "bad input, or the run cannot be read (no results/summary.parquet)"},
+        ["duel show runs/today", "duel show runs/today --json"])
+    parser.add_argument("run", nargs="?", default=".", metavar="RUN_DIR",
+                        help="the run folder (default: the current folder)")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"lines": [...], "points": N, "failed": N} instead')
+    parser.set_defaults(func=run)
+
+
+def summary_of(run):
+    """The summary.parquet of a run folder, its results/ folder, or the file itself."""
+    for path in (os.path.join(run, "results", "summary.parquet"),
+                 os.path.join(run, "summary.parquet"), run):
+        if os.path.isfile(path) and os.path.basename(path) == "summary.parquet":
+            return path
+    raise command.Refusal("%s: no results/summary.parquet (not a finished run)" % run)
+
+
+def run(args):
+    path = summary_of(args.run)
+    try:
+        status = pd.read_parquet(path, columns=["status"])["status"]
+    except Exception as error:  # pyarrow's and pandas' many ways to say "not a summary"
+        raise command.Refusal("%s: not a readable summary (%s)"
+                              % (path, str(error).splitlines()[0] if str(error) else
+                                 type(error).__name__))
+    lines = outcome.lines_of_run([], os.path.dirname(path))
+    failed = int(status.isin(contract.FAILED).sum())
+    if args.json:
+        print(json.dumps({"lines": lines, "points": len(status), "failed": failed}, indent=2))
+    else:
+        print("\n".join(lines))
+    return command.FINDING if failed else command.FINE

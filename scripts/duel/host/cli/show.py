@@ -6,6 +6,7 @@ import pandas as pd
 
 from duel.cell import contract
 from duel.host.cli import command
+from duel.host.provenance import runs
 from duel.host.render import outcome
 
 DESCRIPTION = """Print a finished run's end-of-run lines.
@@ -40,12 +41,18 @@ def summary_of(run):
 def run(args):
     path = summary_of(args.run)
     try:
-        status = pd.read_parquet(path, columns=["status"])["status"]
+        frame = pd.read_parquet(path)
     except Exception as error:  # pyarrow's and pandas' many ways to say "not a summary"
         raise command.Refusal("%s: not a readable summary (%s)"
                               % (path, str(error).splitlines()[0] if str(error) else
                                  type(error).__name__))
-    lines = outcome.lines_of_run([], os.path.dirname(path))
+    if "counted" in frame.columns:  # a disturbed row that ran again is not a point
+        frame = frame[frame["counted"].fillna(True).astype(bool)]
+    status = frame["status"]
+    results_dir = os.path.dirname(path)
+    finished = [runs.wall_seconds(record) for _, record in runs.manifests(results_dir)]
+    finished = [seconds for seconds in finished if seconds is not None]
+    lines = outcome.lines_of_run([], results_dir, run_s=finished[-1] if finished else None)
     failed = int(status.isin(contract.FAILED).sum())
     if args.json:
         print(json.dumps({"lines": lines, "points": len(status), "failed": failed}, indent=2))

@@ -86,7 +86,10 @@ def reported_share(table):
 
 
 def lines(table, run_s=None):
-    """The breakdown in a few lines of at most 80 columns."""
+    """The breakdown in a few lines of at most 80 columns; none for a run without the records
+    (a table written before they were kept)."""
+    if not table["seconds"].iloc[:-1 if run_s is not None else None].sum():
+        return []
     head = ("Time: %.0f s" % run_s) if run_s is not None else \
         "Time in jobs: %.0f s" % table["seconds"].sum()
     text = ["%s, %.0f%% of it producing reported figures (timed samples, first calls):"
@@ -105,6 +108,8 @@ def attempt_lines(frame):
     total = len(counted)
     again = int((counted["attempt"].fillna(1) > 1).sum())
     disturbed = counted[counted["disturbed"].notna()]
+    if not again and not len(disturbed):
+        return []
     text = ["Disturbed: %d of %d points ran again in a fresh process (%d rows of disturbed "
             "processes kept, not counted)." % (again, total, len(frame) - total)]
     if len(disturbed):

@@ -1,6 +1,6 @@
 """A quick check of the harness benchmark's code (benchmarks/harness.py), so it cannot rot.
 
-The benchmark itself is run on demand (README, "Benchmark of the harness"; `--quick` in about a
+The benchmark itself is run on demand (benchmarks/results/2026-11-29-harness.md; `--quick` in about a
 minute and a half on a loaded 2-core machine, the full mode about 6 minutes), not by the suite.
 Here: part 1 for real with few samples; part 2 for real on the tiny BERT, two short rounds (marked
 framework: it imports torch); part 3's pairing with a stand-in for its two `run_cell.py`

@@ -34,18 +34,16 @@ COMMANDS = {
     ".venv/bin/snakemake --report results/report.html": RUN,
     "bash scripts/setup.sh --tests && .venv/bin/python -m pytest tests":
         "this suite itself (.ci/run runs exactly this)",
-    "bash benchmarks/fresh_machine.sh --yes": "destructive: it purges this machine's Debian "
-    "packages and caches, then runs the whole suite (run by hand; its result is linked)",
     ".venv/bin/python -m pytest -m unit": COLLECT,
     ".venv/bin/python -m pytest -m \"not era and not docker and not slurm\"": COLLECT,
     ".venv/bin/python -m pytest -m \"era or docker or slurm\"": COLLECT,
-    ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
     ".venv/bin/snakemake --cores all --config 'models=[gpt2,roberta-base]' 'batch_sizes=[1,8]' "
     "'sequence_lengths=[128,512]' 'frameworks=[tensorflow]' 'modes={tensorflow: [function]}' "
     "'method=[duel,timeit]'": PLAN,
     # every workflow test runs Snakemake this way (conftest.snakemake): planned here
     "CHECKOUT/.venv/bin/snakemake -s CHECKOUT/Snakefile --directory OUT --configfile my.yaml "
     "--cores all": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml --config "
     "'models=[bert-base-cased,gpt2]' 'batch_sizes=[1]' 'sequence_lengths=[8,128]'": PLAN,
     ".venv/bin/python scripts/build_image.py current cpu": OUT_OF_REACH["docker"],
@@ -75,13 +73,6 @@ COMMANDS = {
     "~/.cache/duel-wheels/hf2019": OUT_OF_REACH["docker"],
     ".venv/bin/python scripts/compare_runs.py BASE NEW --output DIR":
         "a comparison of two runs (tests/test_compare.py runs it on two tiny runs)",
-    ".venv/bin/python benchmarks/aa.py --output /tmp/aa":
-        "the A/A experiment, on demand (two runs of the default grid: half an hour)",
-    ".venv/bin/python benchmarks/noise.py --rounds 4 --seconds 10 --output noise.json":
-        "the noise experiment, on demand (minutes)",
-    ".venv/bin/python benchmarks/harness.py --output harness.json":
-        "the harness benchmark, on demand (minutes; tests/test_harness_benchmark.py checks its "
-        "code)",
 }
 TINY_GRID = dict(QUICK, models=["tiny-bert-16pos"], frameworks=["pytorch"],
                  modes={"pytorch": ["eager"]}, batch_sizes=[1], sequence_lengths=[8])

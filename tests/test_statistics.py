@@ -146,7 +146,8 @@ def test_the_statistics_sheet_holds_the_same_numbers(frame, tmp_path):
     workbook = openpyxl.load_workbook(path)
     assert workbook.sheetnames.index("statistics") == workbook.sheetnames.index("ratio PT-TF") + 1
     rows = [list(row) for row in workbook["statistics"].iter_rows(values_only=True)]
-    assert "bootstrap" in rows[0][0] and "whole interval lies beyond 5%" in rows[0][0]
+    assert "bootstrap" in rows[0][0] and statistics.CLEAR_MEANING in rows[0][0]
+    assert "min_effect is 5%" in rows[0][0]
     header = next(i for i, row in enumerate(rows) if row[:2] == ["era", "device"] and "verdict"
                   in row)
     records = [dict(zip(rows[header], row)) for row in rows[header + 1:] if any(row)]

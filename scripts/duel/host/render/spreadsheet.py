@@ -357,8 +357,8 @@ def write_about(sheet, sheet_names):
                           "per call pooled over the replicates (duel: median of their medians; "
                           "timeit: mean of every sample, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
-        ["statistics", "that ratio with its bootstrap interval over the replicates; clear: the "
-                       "whole interval lies beyond the minimum effect"],
+        ["statistics", "that ratio with its bootstrap interval over the replicates, and "
+                       "whether the difference is clear. " + statistics.CLEAR_MEANING],
         ["noise", "each point's spread between its replicates (separate processes)"],
         ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],
         ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "

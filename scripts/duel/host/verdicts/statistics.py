@@ -189,6 +189,11 @@ TOO_FEW = "too few samples for an interval (fewer than %d)" % MIN_SAMPLES
 # How the ratio tables (ratios.csv, the statistics sheet and page) write ``clear``: empty
 # where no interval could be made.
 CLEAR_WORDS = {True: "yes", False: "no", None: None}
+# What "clear" means, in the one sentence every caption, sheet note and the README quote.
+CLEAR_MEANING = (
+    "A difference is clear only when the whole %d%% bootstrap interval of its ratio, and the "
+    "ratio itself, lie at least min_effect away from 1: above 1 + min_effect or below "
+    "1 / (1 + min_effect)." % round(CONFIDENCE * 100))
 
 
 def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=1.0,
@@ -295,13 +300,13 @@ def method_text(min_effect=MIN_EFFECT):
     """How the ratios and verdicts are made, in one paragraph (the sheet and the page)."""
     return (
         "PyTorch / TensorFlow ratio of each method's figure per point (duel: the median of the "
-        "replicates' medians; hf2019: the mean of every sample, as 2019); < 1: PyTorch faster. "
+        "replicates' medians; timeit: the mean of every sample, as 2019); < 1: PyTorch faster. "
         "Interval: %d%% percentile bootstrap, %d resamples, seed %d, hierarchical over the "
         "replicates (separate processes: drawn with replacement, then their samples) where both "
-        "sides have several, else within one process only (column interval). Clear: the whole "
-        "interval lies beyond %g%% either way (min_effect), not only beyond 1. No interval "
-        "with fewer than %d samples." % (round(CONFIDENCE * 100), RESAMPLES, SEED,
-                                          100 * min_effect, MIN_SAMPLES))
+        "sides have several, else within one process only (column interval). %s Here "
+        "min_effect is %g%%. No interval with fewer than %d samples." % (
+            round(CONFIDENCE * 100), RESAMPLES, SEED, CLEAR_MEANING, 100 * min_effect,
+            MIN_SAMPLES))
 
 
 NOISE_COLUMNS = scopes.SCOPE + ["framework", "mode", "model", "batch_size", "seq_len", "point",

@@ -46,10 +46,10 @@ COMMANDS = {
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml --config "
     "'models=[bert-base-cased,gpt2]' 'batch_sizes=[1]' 'sequence_lengths=[8,128]'": PLAN,
-    ".venv/bin/python scripts/build_image.py current cpu": OUT_OF_REACH["docker"],
-    ".venv/bin/python scripts/build_image.py current cpu --local-base": OUT_OF_REACH["docker"],
+    ".venv/bin/duel image build current cpu": OUT_OF_REACH["docker"],
+    ".venv/bin/duel image build current cpu --local-base": OUT_OF_REACH["docker"],
     ".venv/bin/snakemake --cores all --config runner=docker": OUT_OF_REACH["docker"],
-    ".venv/bin/python scripts/build_image.py current cpu --engine apptainer":
+    ".venv/bin/duel image build current cpu --engine apptainer":
         OUT_OF_REACH["apptainer"],
     ".venv/bin/snakemake --cores all --config runner=apptainer --sdm apptainer "
     "--apptainer-args=\"--nv\"": OUT_OF_REACH["apptainer"],
@@ -58,20 +58,20 @@ COMMANDS = {
     "bash scripts/setup.sh --slurm": OUT_OF_REACH["slurm"],
     ".venv-slurm/bin/snakemake --profile config/profiles/slurm --config cell_threads=16 "
     "--default-resources slurm_partition=NAME slurm_account=NAME": OUT_OF_REACH["slurm"],
-    ".venv/bin/python scripts/lock.py": "regenerates the locks (tests/test_locks.py runs it)",
-    ".venv/bin/python scripts/lock.py --upgrade-package numpy":
+    ".venv/bin/duel lock": "regenerates the locks (tests/test_locks.py runs it)",
+    ".venv/bin/duel lock --upgrade-package numpy":
         "a deliberate upgrade of one pin (tests/test_locks.py runs the regeneration)",
-    ".venv/bin/python scripts/lock.py -- --extra-index-url URL":
+    ".venv/bin/duel lock -- --extra-index-url URL":
         "a regeneration with another source (URL is the user's)",
-    ".venv/bin/python scripts/rebuild_run.py RUN --output NEW":
+    ".venv/bin/duel rebuild RUN --output NEW":
         "a rebuild of a past run (tests/test_rebuild.py runs it on a tiny run)",
-    ".venv/bin/python scripts/rebuild_run.py RUN --output NEW --models gpt2 --cells "
+    ".venv/bin/duel rebuild RUN --output NEW --models gpt2 --cells "
     "pytorch/eager": "a rebuild's subset (tests/test_rebuild.py checks the narrowing)",
-    ".venv/bin/python scripts/rebuild_run.py RUN --output NEW --today-stack":
+    ".venv/bin/duel rebuild RUN --output NEW --today-stack":
         "a rebuild with today's locks (not run by the tests)",
-    ".venv/bin/python scripts/build_image.py hf2019 cpu --local-base --wheel-cache "
+    ".venv/bin/duel image build hf2019 cpu --local-base --wheel-cache "
     "~/.cache/duel-wheels/hf2019": OUT_OF_REACH["docker"],
-    ".venv/bin/python scripts/compare_runs.py BASE NEW --output DIR":
+    ".venv/bin/duel compare BASE NEW --output DIR":
         "a comparison of two runs (tests/test_compare.py runs it on two tiny runs)",
 }
 TINY_GRID = dict(QUICK, models=["tiny-bert-16pos"], frameworks=["pytorch"],

@@ -101,4 +101,4 @@ rule run_cell:
         " --attempts {params.disturbance[attempts]}"
         " --repeat {params.timeit[repeat]} --number {params.timeit[number]}"
         " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
-        " --output {output.shard:q} > {log:q} 2>&1"
+        " --progress-fd 3 --output {output.shard:q} 3>&2 > {log:q} 2>&1"

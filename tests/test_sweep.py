@@ -9,6 +9,7 @@ frameworks run the same sweep in tests/test_reference.py, test_training.py and t
 import functools
 import io
 import os
+import re
 import subprocess
 import sys
 
@@ -121,7 +122,7 @@ def sweep_rows(adapter, lengths=(8, 12), methods=("duel",), reference_dir=None, 
 
 def point_lines(log):
     """The sweep's line per point in its log (tracebacks of failures come between them)."""
-    return [line for line in log.splitlines() if line.startswith(SPEC.name + " b=")]
+    return [line for line in log.splitlines() if line.startswith(SPEC.name + " fake ")]
 
 
 def assert_ok(row):
@@ -157,7 +158,18 @@ def test_every_point_is_a_row_with_the_cell_point_and_environment():
     assert rows[(1, 8, "timeit")]["repeat"] == 3 and rows[(1, 8, "duel")]["repeat"] is None
     assert adapter.builds == 1 and adapter.released == 8  # built once, every point released
     assert log.splitlines() == point_lines(log) and len(point_lines(log)) == 8
-    assert point_lines(log)[-1].startswith("fake-bert b=2 l=12 timeit: ok median ")
+    assert re.match(r"fake-bert fake eager 2x12 timeit r1: [0-9.]+ ms \(n 3, [0-9.]+%\)$",
+                    point_lines(log)[-1])
+
+
+def test_each_point_line_reaches_the_progress_stream_whole_and_a_failure_says_why():
+    progress = io.StringIO()
+    adapter = FakeAdapter(fail="call", fail_length=12, error=ValueError("broke\nthere"))
+    sweep.run_sweep(adapter, SPEC, cell(), sweep.plan_points([1], [8, 12], ["duel"]), settings(),
+                    ENVIRONMENT, log=io.StringIO(), progress=progress)
+    lines = progress.getvalue().splitlines()
+    assert lines[0].startswith("fake-bert fake eager 1x8 duel r1: ")
+    assert lines[1] == "fake-bert fake eager 1x12 duel r1: error: ValueError: broke"
 
 
 @pytest.mark.parametrize("error, status", [

@@ -127,6 +127,9 @@ def parse_args(argv=None):
                                 "job's own processes are started with it)")
     disturbed.add_argument("--points", type=point_list, default=None,
                            help="with --attempt: only these points, e.g. 1x8:duel,2x64:duel")
+    parser.add_argument("--progress-fd", type=int, default=None,
+                        help="an open file descriptor that gets a line per finished point too "
+                             "(the workflow's console), besides standard error")
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)
     if is_deployed(args.mode) and not args.artifact_dir:
@@ -181,6 +184,18 @@ def attempt_command(argv, attempt, points, output):
     return command
 
 
+def progress_fds(args):
+    """The progress descriptor, when it is open (a container started by the job may not have
+    it), for the job's processes to inherit."""
+    if args.progress_fd is None:
+        return ()
+    try:
+        os.fstat(args.progress_fd)
+    except OSError:
+        return ()
+    return (args.progress_fd,)
+
+
 def run_job(args, argv):
     """Measure the cell in fresh processes until no counted point is disturbed or ``--attempts``
     processes have run; write every attempt's rows to the shard."""
@@ -191,7 +206,8 @@ def run_job(args, argv):
     rows, points = [], None
     for attempt in range(1, limits.attempts + 1):
         partial = "%s.attempt-%d" % (args.output, attempt)
-        status = subprocess.call(attempt_command(argv, attempt, points, partial))
+        status = subprocess.call(attempt_command(argv, attempt, points, partial),
+                                 pass_fds=progress_fds(args))
         if status != 0 or not os.path.exists(partial):
             if attempt == 1:
                 return status or 1
@@ -266,7 +282,11 @@ def measure(args):
     if args.points:
         points = [point for point in points if tuple(point) in args.points]
     columns["attempt"] = args.attempt
-    rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns, started=STARTED)
+    progress = None
+    if progress_fds(args):
+        progress = os.fdopen(args.progress_fd, "w", 1)
+    rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns, started=STARTED,
+                           progress=progress)
     shard.write_shard(rows, args.output)
     return 0
 

@@ -133,9 +133,11 @@ def judge_output(adapter, call, point, settings):
 SweepSettings = namedtuple("SweepSettings", "seed duel timeit reference_dir learning_rate")
 
 
-def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr, started=None):
+def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr, started=None,
+              progress=None):
     """Build the model once, then run every point; returns one contract row per point.
-    ``started``: when the process started (time.time()), for each row's ``startup_s``."""
+    ``started``: when the process started (time.time()), for each row's ``startup_s``;
+    ``progress``: a stream that gets each point's line too (the run's console)."""
     build_error = None
     unsupported = adapter.unsupported_reason(spec)
     try:
@@ -185,17 +187,35 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
                 row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"
                 row["message"] = contract.error_line(error)
             adapter.release_point()
-        log.write(
-            "%s b=%d l=%d %s: %s %s\n"
-            % (
-                spec.name,
-                point.batch_size,
-                point.seq_len,
-                point.method,
-                row["status"],
-                "median %.3f ms" % row["median"] if row["status"] == "ok" else row["message"],
-            )
-        )
-        log.flush()
+        say(point_line(row), log, progress)
         rows.append(row)
     return rows
+
+
+def point_line(row):
+    """One finished point in a line, e.g. 'gpt2 pytorch eager 1x128 duel r2: 157.3 ms (n 14,
+    1.8%)': its reported figure, samples and their relative spread, or its status and the
+    first line of its message."""
+    where = "%s %s %s %dx%d %s r%s" % (row["model"], row["framework"], row["mode"],
+                                       row["batch_size"], row["seq_len"], row["method"],
+                                       row["replicate"])
+    if (row.get("attempt") or 1) > 1:
+        where += " attempt %d" % row["attempt"]
+    if row["status"] != "ok":
+        return "%s: %s: %s" % (where, row["status"], contract.first_line(row["message"] or ""))
+    figure = row[contract.reported_statistic(row["method"])]
+    spread = 100.0 * row["std"] / row["mean"] if row["mean"] else 0.0
+    return "%s: %.3f ms (n %d, %.1f%%)" % (where, figure, row["n_samples"], spread)
+
+
+def say(line, *streams):
+    """``line`` to each stream that is there, in one write each, so that lines of jobs writing
+    to the same console never mix mid-line; a stream that is gone is skipped."""
+    for stream in streams:
+        if stream is None:
+            continue
+        try:
+            stream.write(line + "\n")
+            stream.flush()
+        except (IOError, OSError, ValueError):
+            pass

@@ -20,6 +20,9 @@ QUICK = {
     "duel": {"warmup_calls": 1, "min_samples": 3, "min_time_s": 0.02, "max_samples": 50,
              "max_time_s": 5.0},
     "timeit": {"repeat": 3, "number": 2},
+    # The suite's two workers share the machine: a point run again would meet the other
+    # worker's load again. Runs of the suite measure once (test_attempts runs attempts).
+    "disturbance": {"attempts": 1},
 }
 
 

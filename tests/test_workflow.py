@@ -2,6 +2,7 @@
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -98,6 +99,25 @@ def test_the_run_ends_counting_its_points_and_naming_the_failures(run):
     with open(os.path.join(str(workdir), "results", "logs", "merge_shards.log")) as handle:
         log = handle.read().splitlines()
     assert console[start] in log and failures[0] in log
+
+
+def test_the_console_shows_each_point_as_it_ends_and_the_verdict_at_the_end(run):
+    """Point lines (through each cell's progress descriptor) come before the end; the verdict,
+    the counts and where the time went close the run."""
+    _, result, _ = run
+    console = result.stderr.splitlines()
+    points = [i for i, line in enumerate(console)
+              if line.startswith("distilbert-base-uncased pytorch eager 1x8 duel r1: ")]
+    verdict = console.index("Verdict (PyTorch time / TensorFlow time; < 1: PyTorch faster):")
+    assert points and points[0] < verdict, console[-40:]
+    block = console[verdict:]
+    assert "  PyTorch eager vs TensorFlow function (current cpu fp32 inference duel):" in block
+    assert any(re.match(r"    of \d+ points: PyTorch clearly faster \d+, TensorFlow clearly "
+                        r"faster \d+, not clear \d+$", line) for line in block), block
+    assert any(line.startswith("Files: results/summary.xlsx") for line in block)
+    assert any(line.startswith("Time: ") and "producing reported figures" in line
+               for line in block), block
+    assert any(line.strip().startswith("cell start-up") for line in block)
 
 
 def test_spreadsheet_matches_the_shards(run):

@@ -292,4 +292,9 @@ def measure(args):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if "--attempt" in sys.argv:  # a measuring process: its shard is on disk, synced
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)  # without the frameworks' teardown (about 0.6 s per process)
+    sys.exit(status)

@@ -7,6 +7,7 @@ to its log.
 """
 import os
 
+import numpy as np
 import pandas as pd
 
 from duel.cell import contract
@@ -50,6 +51,45 @@ def _status_lines(frame):
     return text
 
 
+# How many of the largest clear differences the verdict shows.
+SHOWN_DIFFERENCES = 3
+NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+
+
+def verdict_lines(results_dir="results"):
+    """The verdict: per pair of modes compared, the points each framework clearly wins, those
+    not clear, the geometric-mean ratio and the processes it rests on; then the largest clear
+    differences and where the files are. From results/statistics/ (none before it exists)."""
+    folder = os.path.join(results_dir, "statistics")
+    try:
+        pairs = pd.read_csv(os.path.join(folder, "pairs.csv"))
+        ratios = pd.read_csv(os.path.join(folder, "ratios.csv"))
+    except (OSError, ValueError):
+        return []
+    text = ["Verdict (PyTorch time / TensorFlow time; < 1: PyTorch faster):"]
+    for _, pair in pairs.iterrows():
+        scope = " ".join(str(pair[key]) for key in ("era", "device", "precision", "task", "method"))
+        geomean = "%.2f" % pair["geomean_ratio"] if pd.notna(pair["geomean_ratio"]) else "n/a"
+        text.append("  PyTorch %s vs TensorFlow %s (%s):" % (pair["mode_pt"], pair["mode_tf"], scope))
+        text.append("    of %d points: PyTorch clearly faster %d, TensorFlow clearly faster %d, "
+                    "not clear %d" % (pair["points"], pair["pytorch_clearly_faster"],
+                                      pair["tensorflow_clearly_faster"], pair["not_clear"]))
+        text.append("    geometric-mean ratio %s, %d processes per cell (%s)"
+                    % (geomean, pair["replicates"], pair["interval"]))
+    clear = ratios[ratios["clear"] == "yes"].copy()
+    if len(clear):
+        clear["size"] = np.abs(np.log(clear["ratio"].astype(float)))
+        text.append("  Largest clear differences:")
+        for _, row in clear.sort_values("size", ascending=False).head(SHOWN_DIFFERENCES).iterrows():
+            text.append("    %s %dx%d, PyTorch %s vs TensorFlow %s: %.2f [%.2f, %.2f]"
+                        % (row["model"], row["batch_size"], row["seq_len"], row["mode_pt"],
+                           row["mode_tf"], row["ratio"], row["ci_low"], row["ci_high"]))
+    text.append("Files: %s (spreadsheet), %s, %s"
+                % (os.path.join(results_dir, "summary.xlsx"),
+                   os.path.join(folder, "statistics.html"), os.path.join(results_dir, "plots")))
+    return text
+
+
 def lines_of_run(shards, results_dir="results", run_s=None):
     """The end-of-run lines of the run whose merged table is in ``results_dir``, or none when
     that table is missing or older than one of the run's ``shards`` (a run whose targets
@@ -62,4 +102,4 @@ def lines_of_run(shards, results_dir="results", run_s=None):
         return []
     frame = summary.read_summary(path)
     times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
-    return lines(frame) + breakdown.lines(times, run_s)
+    return verdict_lines(results_dir) + lines(frame) + breakdown.lines(times, run_s)

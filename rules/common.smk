@@ -461,6 +461,13 @@ def say_outcome():
         run_s = runs.wall_seconds(runs.read(RUN_MANIFEST[0])) if RUN_MANIFEST else None
         for line in outcome.lines_of_run(shard_paths(), run_s=run_s):
             print(line, file=sys.stderr)
+        failed = outcome.failed_points()
+        if config["strict"] and failed:
+            print(
+                "strict: %d failed points, so this run exits with status 1" % failed,
+                file=sys.stderr,
+            )
+            sys.exit(1)
 
 
 def record_run_end(status):

@@ -44,6 +44,9 @@ COMMANDS = {
     "CHECKOUT/.venv/bin/snakemake -s CHECKOUT/Snakefile --directory OUT --configfile my.yaml "
     "--cores all": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/demo.yaml": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/presets/quick.yaml": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/presets/rigorous.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml --config "
     "'models=[bert-base-cased,gpt2]' 'batch_sizes=[1]' 'sequence_lengths=[8,128]'": PLAN,
     ".venv/bin/duel image build current cpu": OUT_OF_REACH["docker"],

@@ -101,6 +101,17 @@ def test_the_run_ends_counting_its_points_and_naming_the_failures(run):
     assert console[start] in log and failures[0] in log
 
 
+def test_a_strict_run_with_failed_points_exits_non_zero_after_writing_everything(run):
+    workdir, _, _ = run
+    config = os.path.join(str(workdir), "test-config.yaml")
+    result = snakemake(workdir, "--cores", "all", "--configfile", config, "--forcerun",
+                       "merge_shards", "--config", "strict=true", check=False)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "strict: 24 failed points, so this run exits with status 1" in result.stderr
+    assert any(line.startswith("Duel: 72 points: ") for line in result.stderr.splitlines())
+    assert os.path.exists(os.path.join(str(workdir), "results", "statistics", "pairs.csv"))
+
+
 def test_the_console_shows_each_point_as_it_ends_and_the_verdict_at_the_end(run):
     """Point lines (through each cell's progress descriptor) come before the end; the verdict,
     the counts and where the time went close the run."""

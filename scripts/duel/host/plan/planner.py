@@ -56,7 +56,7 @@ def _number(item):
     return item
 
 
-BOOLEAN_KEYS = ("tf32", "keep_artifacts", "accept_drift")
+BOOLEAN_KEYS = ("tf32", "keep_artifacts", "accept_drift", "strict")
 BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 
 

@@ -90,6 +90,16 @@ def verdict_lines(results_dir="results"):
     return text
 
 
+def failed_points(results_dir="results"):
+    """How many counted rows of the merged table failed (error, oom); 0 without a table."""
+    path = os.path.join(results_dir, "summary.parquet")
+    if not os.path.exists(path):
+        return 0
+    frame = summary.read_summary(path)
+    frame = frame[frame["counted"].fillna(True).astype(bool)]
+    return int(frame["status"].isin(contract.FAILED).sum())
+
+
 def lines_of_run(shards, results_dir="results", run_s=None):
     """The end-of-run lines of the run whose merged table is in ``results_dir``, or none when
     that table is missing or older than one of the run's ``shards`` (a run whose targets

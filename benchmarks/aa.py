@@ -13,6 +13,11 @@ then reports, from the two merged tables alone:
 - the canary (conditions.canary_ms): whether normalising each replicate's figure by the canary
   measured around its points, or leaving out points whose canary moved by more than 10%,
   narrows the A/A spread (it is kept in the method only if it does);
+- the ratio's repeatability (the share of points whose PyTorch/TensorFlow ratio repeats within
+  10%) and the intervals' coverage: how often one run's ratio lies inside the other's 95%
+  interval, both ways, overall and per pair of modes;
+- per run, where its time went (tables/breakdown.py) and the share of it that produced reported
+  figures, the points run again or left disturbed, the host's steal time and the canary;
 - compare_runs from run A to run B (an A/A pair should show "no clear change" at nearly every
   point and exit 0): with the machine band as it is (the run's canary and each point's), with
   the run's canary alone, and without a band.
@@ -45,7 +50,7 @@ sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import contract  # noqa: E402
 from duel.host.compare import changes  # noqa: E402
-from duel.host.tables import replicates, summary  # noqa: E402
+from duel.host.tables import breakdown, replicates, summary  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
 
 IDENTITY = replicates.POINT_IDENTITY
@@ -112,14 +117,54 @@ def comparison_figures(folder_a, folder_b):
 
 
 def read_run(folder):
-    return pd.read_parquet(os.path.join(folder, "results", "summary.parquet"))
+    return summary.read_summary(os.path.join(folder, "results", "summary.parquet"))
+
+
+def run_figures(folder, long_frame, wall_s=None):
+    """What one run cost and met: the breakdown (tables/breakdown.py), its share of reported
+    figures, the points run again or left disturbed, the host's steal time and the canary."""
+    times = breakdown.parts(long_frame, breakdown.reference_seconds(
+        os.path.join(folder, "results")), wall_s)
+    counted = long_frame[long_frame["counted"].fillna(True).astype(bool)]
+    canaries = pd.concat([long_frame["canary_before_ms"], long_frame["canary_after_ms"]]).dropna()
+    return {"breakdown_s": {row["part"]: round(float(row["seconds"]), 1)
+                            for _, row in times.iterrows()},
+            "reported_share": round(breakdown.reported_share(times), 3),
+            "rows": int(len(long_frame)), "points_counted": int(len(counted)),
+            "points_run_again": int((counted["attempt"].fillna(1) > 1).sum()),
+            "points_left_disturbed": int(counted["disturbed"].notna().sum()),
+            "steal_s": round(float(long_frame["steal_ms"].fillna(0).sum()) / 1000.0, 2),
+            "other_cpu_s": round(float(long_frame["other_cpu_ms"].fillna(0).sum()) / 1000.0, 2),
+            "canary_ms": {"min": float(canaries.min()) if len(canaries) else None,
+                          "median": float(canaries.median()) if len(canaries) else None,
+                          "max": float(canaries.max()) if len(canaries) else None}}
+
+
+def coverage(ratios_a, ratios_b, pair):
+    """How often one run's ratio falls inside the other's 95% interval, both ways, overall and
+    per pair of modes: a calibrated interval holds a rerun's ratio about that often or more
+    (a rerun's own noise adds to it, so somewhat less is expected)."""
+    both = ratios_a[pair + ["ratio", "ci_low", "ci_high"]].merge(
+        ratios_b[pair + ["ratio", "ci_low", "ci_high"]], on=pair, suffixes=("_a", "_b"))
+    both = both.dropna(subset=["ci_low_a", "ci_low_b"])
+    inside = lambda ratio, low, high: (both[low] <= both[ratio]) & (both[ratio] <= both[high])
+    both["b_in_a"] = inside("ratio_b", "ci_low_a", "ci_high_a")
+    both["a_in_b"] = inside("ratio_a", "ci_low_b", "ci_high_b")
+    result = {"points": int(len(both)), "b_in_a": float(both["b_in_a"].mean()),
+              "a_in_b": float(both["a_in_b"].mean()), "by_pair": {}}
+    for (mode_pt, mode_tf), group in both.groupby(["mode_pt", "mode_tf"]):
+        result["by_pair"]["%s/%s" % (mode_pt, mode_tf)] = {
+            "points": int(len(group)), "b_in_a": float(group["b_in_a"].mean()),
+            "a_in_b": float(group["a_in_b"].mean())}
+    return result
 
 
 def canary_figures(long_frame):
     """Per point, each ok replicate's figure divided by its canary (the mean of before/after),
     pooled like the figure, and whether any replicate's canary moved by more than 10%."""
     rows = []
-    ok = long_frame[long_frame["status"] == "ok"]
+    ok = long_frame[(long_frame["status"] == "ok")
+                    & long_frame["counted"].fillna(True).astype(bool)]
     for keys, group in ok.groupby(IDENTITY, sort=False, dropna=False):
         statistic = contract.reported_statistic(group["method"].iloc[0])
         canary = (group["canary_before_ms"] + group["canary_after_ms"]) / 2.0
@@ -182,7 +227,11 @@ def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
         "clear_a": int((compared["clear_a"] == "yes").sum()),
         "clear_b": int((compared["clear_b"] == "yes").sum()),
         "pt_tf_ratio_b_over_a": spread(compared["ratio_b"] / compared["ratio_a"]),
+        "ratio_within_10pct": float(np.mean(np.abs(np.log(
+            compared["ratio_b"].astype(float) / compared["ratio_a"].astype(float)))
+            <= np.log(1.10))) if len(compared) else None,
     }
+    result["coverage"] = coverage(ratios_a, ratios_b, pair)
     result["compare_runs_a_b"] = comparison_figures(folder_a, folder_b)
     return result
 
@@ -211,6 +260,9 @@ def main(argv=None):
                      if args.neighbour else run_workflow(folder_b, args.config, args.configfile))
         output = args.output
     result = analyse(folder_a, folder_b)
+    for name, folder in (("a", folder_a), ("b", folder_b)):
+        runs.setdefault(name, {}).update(run_figures(
+            folder, read_run(folder), runs.get(name, {}).get("wall_s")))
     result["runs"] = runs
     result["cpu"] = read_run(folder_a)["cpu_model"].iloc[0]
     with open(os.path.join(output, "aa.json"), "w") as handle:

@@ -2,11 +2,13 @@
 import hashlib
 import json
 import os
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import REPO
 from duel.cell import contract, files, shard
 
 pytestmark = pytest.mark.unit
@@ -63,3 +65,10 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_partial(tmp_path)
         assert json.load(handle) == {"run": 1}
     assert os.listdir(str(tmp_path)) == ["record.json"]
     assert files.file_sha256(path) == hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_every_contract_column_is_documented_in_the_results_readme():
+    with open(os.path.join(REPO, "results", "README.md")) as handle:
+        text = handle.read()
+    named = set(re.findall(r"`([a-z0-9_]+)`", text.split("## Columns", 1)[1]))
+    assert [name for name in contract.NAMES if name not in named] == []

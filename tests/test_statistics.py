@@ -188,3 +188,28 @@ def test_the_statistics_page_is_one_table_per_section_coloured_by_verdict(frame)
     assert not {"nan", "None", "<NA>", "NaN"} & set(texts)  # missing values are empty cells
     ratio = ratios.iloc[0]["ratio"]
     assert "%.4g" % ratio in texts
+
+
+def paired_points(pytorch, tensorflow):
+    """Rows of a pair's points: {model: [per point: replicate figures]} for each side."""
+    import pandas as pd
+    rows = []
+    for model in pytorch:
+        for top, bottom in zip(pytorch[model], tensorflow[model]):
+            rows.append({"model": model, "replicate_figures_pytorch": top,
+                         "replicate_figures_tensorflow": bottom})
+    return pd.DataFrame(rows)
+
+
+def test_the_geometric_mean_interval_resamples_whole_processes():
+    half = paired_points({"a": [[5.0] * 3, [10.0] * 3], "b": [[1.0] * 3]},
+                         {"a": [[10.0] * 3, [20.0] * 3], "b": [[2.0] * 3]})
+    assert statistics.geomean_interval(half) == pytest.approx((0.5, 0.5))
+    one = paired_points({"a": [[5.0]]}, {"a": [[10.0]]})
+    assert statistics.geomean_interval(one) == (None, None)  # one process: nothing to resample
+    # PyTorch's third process was slow at every point of its cell: a resample that draws it
+    # twice or more (about 26% of them) moves every point of the cell at once, to 1.0.
+    slow = paired_points({"a": [[5.0, 5.0, 10.0], [10.0, 10.0, 20.0]]},
+                         {"a": [[10.0] * 3, [20.0] * 3]})
+    low, high = statistics.geomean_interval(slow)
+    assert low == pytest.approx(0.5) and high == pytest.approx(1.0)

@@ -14,7 +14,7 @@ def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path
          min_effect=statistics.MIN_EFFECT):
     points = summary.with_reported(summary.read_summary(parquet_path))  # replicates combined once
     ratios = statistics.point_ratios(points, min_effect=min_effect)
-    pairs = statistics.pair_summary(ratios)
+    pairs = statistics.pair_summary(ratios, points)
     headline = statistics.headline(points)
     noise = statistics.noise_table(points)
     ratios.to_csv(ratios_csv, index=False)

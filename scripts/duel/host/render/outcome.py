@@ -70,6 +70,8 @@ def verdict_lines(results_dir="results"):
     for _, pair in pairs.iterrows():
         scope = " ".join(str(pair[key]) for key in ("era", "device", "precision", "task", "method"))
         geomean = "%.2f" % pair["geomean_ratio"] if pd.notna(pair["geomean_ratio"]) else "n/a"
+        if pd.notna(pair.get("geomean_low")) and pd.notna(pair.get("geomean_high")):
+            geomean += " [%.2f, %.2f]" % (pair["geomean_low"], pair["geomean_high"])
         text.append("  PyTorch %s vs TensorFlow %s (%s):" % (pair["mode_pt"], pair["mode_tf"], scope))
         text.append("    of %d points: PyTorch clearly faster %d, TensorFlow clearly faster %d, "
                     "not clear %d" % (pair["points"], pair["pytorch_clearly_faster"],

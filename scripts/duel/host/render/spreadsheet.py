@@ -177,7 +177,7 @@ def write_statistics(workbook, frame, min_effect=statistics.MIN_EFFECT):
     if ratios.empty:
         _append(sheet, ["(this run has no point that both frameworks ran)"])
         return
-    for table in (statistics.pair_summary(ratios), ratios):
+    for table in (statistics.pair_summary(ratios, frame), ratios):
         _append(sheet, [])
         _append(sheet, list(table.columns), bold=True)
         for row in table.itertuples(index=False):

@@ -269,12 +269,65 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     return pd.concat(blocks, ignore_index=True)  # one block per pair, models as they ran
 
 
-def pair_summary(ratios):
+def _pooled_figures(figures, statistic):
+    """The pooled figure of each resample from chosen replicate figures (rows: resamples)."""
+    return np.median(figures, axis=-1) if statistic == "median" else np.mean(figures, axis=-1)
+
+
+def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resamples=RESAMPLES,
+                     seed=SEED):
+    """Percentile bootstrap interval of the geometric-mean ratio of a pair's points: (low,
+    high), or (None, None) without several processes on both sides.
+
+    ``paired``: one row per point, with each side's replicate figures
+    (``replicate_figures_pytorch``, ``..._tensorflow``) and ``model``. A process measured every
+    point of its cell, so whole processes are resampled: per resample, each model's cell on
+    each side draws its replicates with replacement once, and every point of that cell pools
+    the same draw. The points' ratios then move together as they did between runs.
+    """
+    rng = np.random.default_rng(seed)
+    logs = np.zeros(resamples)
+    counted = 0
+    for _, cell in paired.groupby("model", sort=False):
+        draws = {}
+        for side in ("pytorch", "tensorflow"):
+            figures = [np.asarray(value, dtype=np.float64)
+                       for value in cell["replicate_figures_%s" % side]]
+            count = min(len(value) for value in figures)
+            if count < 2:
+                return None, None
+            draws[side] = (figures, rng.integers(0, count, size=(resamples, count)))
+        for index in range(len(cell)):
+            top = _pooled_figures(draws["pytorch"][0][index][draws["pytorch"][1]], statistic)
+            bottom = _pooled_figures(draws["tensorflow"][0][index][draws["tensorflow"][1]],
+                                     statistic)
+            logs += np.log(top / bottom)
+            counted += 1
+    if not counted:
+        return None, None
+    low, high = _interval(np.exp(logs / counted), confidence)
+    return low, high
+
+
+def pair_summary(ratios, points=None):
     """Per scope and pair of modes: how many points each framework clearly wins.
 
     ``geomean_ratio`` is the geometric mean of the compared points' ratios (< 1: PyTorch faster
-    on the typical point).
+    on the typical point); with the point table ``points``, ``geomean_low`` and
+    ``geomean_high`` are its interval over whole processes (geomean_interval).
     """
+    intervals = {}
+    if points is not None:
+        paired = comparisons.framework_ratios(scopes.prepared(points),
+                                              carry=["replicate_figures"])
+        if not paired.empty:
+            paired = paired.rename(columns={"mode_pytorch": "mode_pt",
+                                            "mode_tensorflow": "mode_tf"})
+            paired = paired[(paired["status_pytorch"] == "ok")
+                            & (paired["status_tensorflow"] == "ok")]
+            for values, group in paired.groupby(PAIR, sort=False):
+                statistic = contract.reported_statistic(group["method"].iloc[0])
+                intervals[values] = geomean_interval(group, statistic)
     rows = []
     for values, group in ratios.groupby(PAIR, sort=False):
         compared = group.dropna(subset=["ratio"])
@@ -290,10 +343,11 @@ def pair_summary(ratios):
             geomean_ratio=float(np.exp(np.log(compared["ratio"].astype(float)).mean()))
             if len(compared) else None,
         )
+        record["geomean_low"], record["geomean_high"] = intervals.get(values, (None, None))
         rows.append(record)
     return pd.DataFrame(rows, columns=PAIR + [
         "replicates", "interval", "points", "compared", "pytorch_clearly_faster", "tensorflow_clearly_faster", "not_clear",
-        "geomean_ratio"])
+        "geomean_ratio", "geomean_low", "geomean_high"])
 
 
 def method_text(min_effect=MIN_EFFECT):

@@ -120,8 +120,9 @@ def parse_args(argv=None):
                            help="other processes' CPU time on the point's CPUs over its CPU time")
     disturbed.add_argument("--max-canary-ratio", type=float, default=1.5,
                            help="the canary around the point over the job's fastest canary")
-    disturbed.add_argument("--attempts", type=int, default=3,
-                           help="processes per job at most, the first included (1: no retry)")
+    disturbed.add_argument("--attempts", type=int, default=1,
+                           help="processes per job at most, the first included (default 1: no "
+                                "point runs again; the workflow gives config disturbance's)")
     disturbed.add_argument("--attempt", type=int, default=None,
                            help="measure in this process as attempt N and write its rows (the "
                                 "job's own processes are started with it)")

@@ -110,8 +110,9 @@ def attempt_lines(frame):
     disturbed = counted[counted["disturbed"].notna()]
     if not again and not len(disturbed):
         return []
-    text = ["Disturbed: %d of %d points ran again in a fresh process (%d rows of disturbed "
-            "processes kept, not counted)." % (again, total, len(frame) - total)]
+    kept = len(frame) - total
+    text = ["Disturbed: %d of %d points ran again in a fresh process (%d row%s of disturbed "
+            "processes kept, not counted)." % (again, total, kept, "" if kept == 1 else "s")]
     if len(disturbed):
         kinds = {"host": "steal", "other": "other processes", "canary": "canary"}
         reasons = pd.Series([kinds.get(reason.split(" ")[0], reason) for text in disturbed["disturbed"]

@@ -140,7 +140,12 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu TF eager duel", "current cpu TF eager timeit",
         "current cpu TF func duel", "current cpu TF func timeit",
         "ratio PT-TF", "statistics", "noise", "mode speed-up", "GFLOP per s", "cross-era",
-        "deployment", "historical 2019", "environment"]
+        "deployment", "historical 2019", "environment", "time"]
+    time_sheet = [list(r) for r in workbook["time"].iter_rows(values_only=True)]
+    assert time_sheet[1] == ["part", "seconds", "share"]
+    parts = {row[0]: row[1] for row in time_sheet[2:9]}
+    assert parts["timed samples"] > 0 and parts["cell start-up"] > 0
+    assert parts["reference jobs"] > 0  # the reference manifests' wall_s
     sheet = [list(r) for r in workbook["current cpu TF func duel"].iter_rows(values_only=True)]
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))

@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/harness.py                 # full mode, about 6 minutes on 2 cores
     .venv/bin/python benchmarks/harness.py --quick         # seconds; the test suite runs this
-    .venv/bin/python benchmarks/harness.py --output harness.json   # every number as JSON too
+    .venv/bin/python benchmarks/harness.py --output DIR   # every number as JSON too: DIR/harness.json
 
 1. Overhead of ``timing.time_duel``: its median sample of a call that does nothing (what the
    harness adds to every sample: the clock reads, the device barrier, the bookkeeping), beside
@@ -271,7 +271,7 @@ def markdown(report):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny settings: proves it runs")
-    parser.add_argument("--output", help="also write every number to this JSON file")
+    parser.add_argument("--output", help="a folder: also write every number to harness.json in it")
     parser.add_argument("--threads", type=int, default=None, help="default: all usable CPUs")
     args = parser.parse_args(argv)
     config = QUICK if args.quick else FULL
@@ -290,7 +290,8 @@ def main(argv=None):
     text = markdown(report)
     print(text)
     if args.output:
-        with open(args.output, "w") as handle:
+        os.makedirs(args.output, exist_ok=True)
+        with open(os.path.join(args.output, "harness.json"), "w") as handle:
             json.dump(report, handle, indent=1)
     return 0
 

@@ -23,7 +23,7 @@ Variants (what the field uses against noise; duel's cells now run as ``duel``):
 - ``jemalloc``: ``duel`` with jemalloc preloaded (``--jemalloc PATH``, e.g. Debian's
   libjemalloc2; skipped when the library is absent).
 
-    .venv/bin/python benchmarks/noise.py --rounds 4 --seconds 10 --output noise.json
+    .venv/bin/python benchmarks/noise.py --rounds 4 --seconds 10 --output DIR   # DIR/noise.json
 
 Prints a table and writes the raw per-process samples and the analysis as JSON.
 """
@@ -153,7 +153,7 @@ def main(argv=None):
     parser.add_argument("--model", default="bert-base-cased")
     parser.add_argument("--length", type=int, default=32)
     parser.add_argument("--jemalloc", default=JEMALLOC)
-    parser.add_argument("--output", default=None)
+    parser.add_argument("--output", default=None, help="a folder: the JSON goes to noise.json in it")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
@@ -179,7 +179,8 @@ def main(argv=None):
                                                       max(l[0] for l in loads)))
     if args.output:
         result["raw"] = raw
-        with open(args.output, "w") as handle:
+        os.makedirs(args.output, exist_ok=True)
+        with open(os.path.join(args.output, "noise.json"), "w") as handle:
             json.dump(result, handle)
     return 0
 

@@ -127,7 +127,7 @@ def run_figures(folder, long_frame, wall_s=None):
     figures, the points run again or left disturbed, the host's steal time and the canary."""
     times = breakdown.parts(long_frame, breakdown.reference_seconds(
         os.path.join(folder, "results")), wall_s)
-    counted = long_frame[long_frame["counted"].fillna(True).astype(bool)]
+    counted = replicates.counted(long_frame)
     canaries = pd.concat([long_frame["canary_before_ms"], long_frame["canary_after_ms"]]).dropna()
     return {"breakdown_s": {row["part"]: round(float(row["seconds"]), 1)
                             for _, row in times.iterrows()},
@@ -211,8 +211,8 @@ def canary_figures(long_frame):
     """Per point, each ok replicate's figure divided by its canary (the mean of before/after),
     pooled like the figure, and whether any replicate's canary moved by more than 10%."""
     rows = []
-    ok = long_frame[(long_frame["status"] == "ok")
-                    & long_frame["counted"].fillna(True).astype(bool)]
+    ok = replicates.counted(long_frame)
+    ok = ok[ok["status"] == "ok"]
     for keys, group in ok.groupby(IDENTITY, sort=False, dropna=False):
         statistic = contract.reported_statistic(group["method"].iloc[0])
         canary = (group["canary_before_ms"] + group["canary_after_ms"]) / 2.0

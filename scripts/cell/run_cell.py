@@ -223,8 +223,9 @@ def run_job(args, argv):
         if attempt < limits.attempts:
             sys.stderr.write("run_cell.py: %d disturbed point(s) run again in a fresh process "
                              "(attempt %d)\n" % (len(points), attempt + 1))
+    job_wall_s = time.time() - STARTED
     for row in rows:
-        row["job_wall_s"] = time.time() - STARTED
+        row["job_wall_s"] = job_wall_s
     shard.write_shard(rows, args.output)
     counted = [row for row in rows if row["counted"]]
     failed = sum(1 for row in counted if row["status"] in ("oom", "error"))

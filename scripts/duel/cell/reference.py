@@ -15,6 +15,7 @@ Layout of the folder: ``pytorch/`` and ``tensorflow/`` (save_pretrained), ``leng
 import gc
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -134,8 +135,6 @@ def write_manifest(folder, name, manifest, parts, started=None):
     size, modification time and SHA-256 of every file under ``parts`` (paths in ``folder``):
     planning checks them before any cell reads these files (duel/host/plan/references.py).
     ``started``: when the job started (time.time()), for its ``wall_s`` (host/tables/breakdown)."""
-    import time
-
     import torch
 
     tf = _tensorflow()

@@ -8,6 +8,7 @@ from duel.cell import contract
 from duel.host.cli import command
 from duel.host.provenance import runs
 from duel.host.render import outcome
+from duel.host.tables import replicates
 
 DESCRIPTION = """Print a finished run's end-of-run lines.
 
@@ -46,9 +47,7 @@ def run(args):
         raise command.Refusal("%s: not a readable summary (%s)"
                               % (path, str(error).splitlines()[0] if str(error) else
                                  type(error).__name__))
-    if "counted" in frame.columns:  # a disturbed row that ran again is not a point
-        frame = frame[frame["counted"].fillna(True).astype(bool)]
-    status = frame["status"]
+    status = replicates.counted(frame)["status"]  # a disturbed row that ran again is no point
     results_dir = os.path.dirname(path)
     finished = [runs.wall_seconds(record) for _, record in runs.manifests(results_dir)]
     finished = [seconds for seconds in finished if seconds is not None]

@@ -115,7 +115,8 @@ def read_run_frame(frame, label="run", file="run"):
 def _canary(frame):
     """Every canary timing of a run's counted ok points (``canary_ms``: the one before and the one
     after each point, two rows per point and replicate), with the point's keys and numpy version."""
-    ok = frame[(frame["status"] == "ok") & frame["counted"].fillna(True).astype(bool)]
+    ok = replicates.counted(frame)
+    ok = ok[ok["status"] == "ok"]
     timings = [ok[MATCH + ["numpy_version"]].assign(
         canary_ms=pd.to_numeric(ok[name], errors="coerce"))
         for name in ("canary_before_ms", "canary_after_ms")]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from duel.cell import contract
 
-from duel.host.tables import breakdown, summary
+from duel.host.tables import breakdown, replicates, summary
 
 # How many distinct failure messages are shown; the count says how many there are in all.
 SHOWN_MESSAGES = 3
@@ -21,10 +21,7 @@ SHOWN_MESSAGES = 3
 def lines(frame):
     """The end-of-run lines of the merged table ``frame``: its counted rows' statuses, failures
     and attempts (one row per point and replicate)."""
-    attempts = breakdown.attempt_lines(frame) if "counted" in frame.columns else []
-    if "counted" in frame.columns:
-        frame = frame[frame["counted"].fillna(True).astype(bool)]
-    return _status_lines(frame) + attempts
+    return _status_lines(replicates.counted(frame)) + breakdown.attempt_lines(frame)
 
 
 def _status_lines(frame):
@@ -53,7 +50,6 @@ def _status_lines(frame):
 
 # How many of the largest clear differences the verdict shows.
 SHOWN_DIFFERENCES = 3
-NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 
 
 def verdict_lines(results_dir="results"):
@@ -97,8 +93,7 @@ def failed_points(results_dir="results"):
     path = os.path.join(results_dir, "summary.parquet")
     if not os.path.exists(path):
         return 0
-    frame = summary.read_summary(path)
-    frame = frame[frame["counted"].fillna(True).astype(bool)]
+    frame = replicates.counted(summary.read_summary(path))
     return int(frame["status"].isin(contract.FAILED).sum())
 
 

@@ -8,12 +8,12 @@ run's wall time; on a cluster they overlap):
 - timed samples: every sample of every row (each replicate and attempt; timeit's samples are
   per call, so times ``number``): what the verdicts rest on;
 - first calls: each point's untimed first call (a trace or compile cost, itself reported);
-- inside points, untimed: the rest of each point's wall time (warm-up calls, the canary before
-  it, preparing its input);
+- inside points, untimed: the rest of each point's wall time (its input, one-off preparation
+  such as a trace, warm-up calls);
 - cell start-up: each cell process from its start to its first point (imports, model build,
   weights);
-- cells, between points: the rest of each job (output checks, canaries after points, the
-  job's own process, shards, retries' process exits);
+- cells, between points: the rest of each job (the canaries around points, output checks, the
+  job's own process, shards, process exits);
 - reference jobs: each reference job's wall time (its manifest's ``wall_s``);
 - the rest: the run's wall time less all of the above (Snakemake, the merge, statistics,
   charts), only where the run's wall time is known.
@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from duel.cell import contract
+
+from duel.host.tables import replicates
 
 REPORTED = ("timed samples", "first calls")
 PROCESS = list(contract.CELL_KEYS) + ["attempt"]
@@ -104,7 +106,7 @@ def attempt_lines(frame):
     process, and a warning where points stayed disturbed after their last attempt."""
     if "counted" not in frame.columns or frame["attempt"].isna().all():
         return []
-    counted = frame[frame["counted"].fillna(True).astype(bool)]
+    counted = replicates.counted(frame)
     total = len(counted)
     again = int((counted["attempt"].fillna(1) > 1).sum())
     disturbed = counted[counted["disturbed"].notna()]

@@ -37,6 +37,15 @@ ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spre
          "replicate_cv", "noisy"]
 
 
+def counted(frame):
+    """The rows the statistics use: each point's last attempt in each process (duel/cell/
+    attempts.py). A table without ``counted`` (written before attempts existed) counts every
+    row."""
+    if "counted" not in frame.columns:
+        return frame
+    return frame[frame["counted"].fillna(True).astype(bool)]
+
+
 def is_point_table(frame):
     return "replicates" in frame.columns
 
@@ -149,8 +158,7 @@ def point_table(frame):
     if "replicate" not in frame.columns:
         frame["replicate"] = 1
     frame["replicate"] = frame["replicate"].fillna(1).astype("int64")
-    if "counted" in frame.columns:
-        frame = frame[frame["counted"].fillna(True).astype(bool)]
+    frame = counted(frame)
     keys = [key for key in POINT_IDENTITY if key in frame.columns]
     columns = [name for name in frame.columns if name not in ("replicate", "attempt", "counted")]
     records = [_point(group, columns)

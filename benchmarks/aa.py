@@ -15,8 +15,8 @@ then reports, from the two merged tables alone:
   narrows the A/A spread (it is kept in the method only if it does);
 - the ratio's repeatability (the share of points whose PyTorch/TensorFlow ratio repeats within
   10%) and the intervals' coverage: how often one run's ratio lies inside the other's 95%
-  interval, both ways, overall and per pair of modes, and the same had the interval been Welch's
-  t over the processes' log figures (an alternative weighed against the bootstrap);
+  interval, both ways, overall and per pair of modes, and the same had the interval between
+  processes been the hierarchical bootstrap's (the alternative weighed against Welch's t);
 - per run, where its time went (tables/breakdown.py) and the share of it that produced reported
   figures, the points run again or left disturbed, the host's steal time and the canary;
 - compare_runs from run A to run B (an A/A pair should show "no clear change" at nearly every
@@ -142,50 +142,31 @@ def run_figures(folder, long_frame, wall_s=None):
                           "max": float(canaries.max()) if len(canaries) else None}}
 
 
-# Student's t, two-sided 95%, by degrees of freedom (rounded down; 30 and beyond: 2.042).
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
-
-
-def welch_interval(top, bottom, ratio):
-    """An alternative interval to weigh against the bootstrap's: Welch's t on the log figures of
-    the processes of each side, around the ratio; None with one process on a side."""
-    a, b = (np.log(np.asarray(side, dtype=float)) for side in (top, bottom))
-    if a.size < 2 or b.size < 2:
-        return None
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    if va + vb == 0:
-        return ratio, ratio
-    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    t = T_975[max(key for key in T_975 if key <= max(1, int(df)))]
-    half = t * np.sqrt(va + vb)
-    return ratio * np.exp(-half), ratio * np.exp(half)
-
-
-def welch_figures(folder_a, folder_b, pair, min_effect):
-    """Coverage, both ways, and verdict agreement had the intervals been welch_interval's."""
+def bootstrap_figures(folder_a, folder_b, pair, min_effect):
+    """Coverage, both ways, and verdict agreement had the intervals between processes been the
+    hierarchical bootstrap's (statistics.bootstrap_ratio over the replicates' samples): the
+    interval the judge's Welch's t is weighed against."""
     def paired(folder):
         frame = comparisons.framework_ratios(scopes.prepared(summary.with_reported(
-            read_run(folder))), carry=["replicate_figures"])
+            read_run(folder))), carry=["replicate_samples"])
         return frame.rename(columns={"mode_pytorch": "mode_pt", "mode_tensorflow": "mode_tf"})
     both = paired(folder_a).merge(paired(folder_b), on=pair, suffixes=("_a", "_b"))
+    both = both.dropna(subset=["ratio_a", "ratio_b"])
     inside, verdicts = {"a": [], "b": []}, {"a": [], "b": []}
     for _, row in both.iterrows():
         for own, other in (("a", "b"), ("b", "a")):
-            interval = welch_interval(row["replicate_figures_pytorch_" + own],
-                                      row["replicate_figures_tensorflow_" + own],
-                                      row["ratio_" + own])
-            if interval is None:
-                return {}
-            low, high = interval
+            low, high = statistics.bootstrap_ratio(
+                list(row["replicate_samples_pytorch_" + own]),
+                list(row["replicate_samples_tensorflow_" + own]),
+                contract.reported_statistic(row["method"]))
             inside[own].append(low <= row["ratio_" + other] <= high)
-            verdicts[own].append("PT" if high < 1 / (1 + min_effect) else
-                                 "TF" if low > 1 + min_effect else "unclear")
+            verdicts[own].append(statistics.verdict(row["ratio_" + own], low, high, min_effect,
+                                                    "PT", "TF")[1])
     return {"points": int(len(both)), "b_in_a": float(np.mean(inside["a"])),
             "a_in_b": float(np.mean(inside["b"])),
             "agree_share": float(np.mean([x == y for x, y in zip(verdicts["a"], verdicts["b"])])),
-            "clear_a": int(sum(v != "unclear" for v in verdicts["a"])),
-            "clear_b": int(sum(v != "unclear" for v in verdicts["b"]))}
+            "clear_a": int(sum(v in ("PT", "TF") for v in verdicts["a"])),
+            "clear_b": int(sum(v in ("PT", "TF") for v in verdicts["b"]))}
 
 
 def coverage(ratios_a, ratios_b, pair):
@@ -280,7 +261,7 @@ def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
             <= np.log(1.10))) if len(compared) else None,
     }
     result["coverage"] = coverage(ratios_a, ratios_b, pair)
-    result["welch_t_interval"] = welch_figures(folder_a, folder_b, pair, min_effect)
+    result["bootstrap_interval"] = bootstrap_figures(folder_a, folder_b, pair, min_effect)
     result["compare_runs_a_b"] = comparison_figures(folder_a, folder_b)
     return result
 
@@ -299,7 +280,8 @@ def main(argv=None):
     if args.analyse:
         folder_a, folder_b = args.analyse
         runs = {}
-        output = os.path.dirname(os.path.abspath(folder_a))
+        output = args.output or os.path.dirname(os.path.abspath(folder_a))
+        os.makedirs(output, exist_ok=True)
     else:
         if not args.output:
             parser.error("--output is required unless --analyse is given")

@@ -46,6 +46,7 @@ rule run_cell:
         reference=cell_weights,
         artifacts=cell_artifacts,
         runner=cell_runner,
+        settling=settling_input,
     output:
         shard=planner.SHARD_PATTERN,
     log:
@@ -80,6 +81,7 @@ rule run_cell:
         timeit=config["timeit"],
         disturbance=config["disturbance"],
         deployed=deployed_arguments,
+        points=settling_points,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"
@@ -101,4 +103,5 @@ rule run_cell:
         " --attempts {params.disturbance[attempts]}"
         " --repeat {params.timeit[repeat]} --number {params.timeit[number]}"
         " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
+        " {params.points:q}"
         " --progress-fd 3 --output {output.shard:q} 3>&2 > {log:q} 2>&1"

@@ -16,6 +16,7 @@ from duel.host.plan import deployment, drift, planner, references, resources
 from duel.host.provenance import runs
 from duel.host.render import chart_kinds, outcome
 from duel.host.stacks import eras, images
+from duel.host.verdicts import settle
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 USE_APPTAINER = (
@@ -239,8 +240,50 @@ def round_priority(wildcards):
     return REPLICATES - int(wildcards.replicate)
 
 
-def shard_paths():
+# Settling (duel/host/verdicts/settle.py): after the first REPLICATES rounds, the points whose
+# PyTorch/TensorFlow verdict is still open run again in processes up to MAX_REPLICATES.
+MAX_REPLICATES = planner.max_replicates(config)
+OPEN_POINTS = os.path.join("results", settle.FILE)
+
+
+def base_shard_paths():
+    """The shards of the first rounds: every cell in every process up to REPLICATES."""
     return [planner.shard_path(cell) for cell in CELLS]
+
+
+def shard_paths():
+    """Every shard of the run: the first rounds', and the settling rounds' once their open
+    points are known."""
+    extra = []
+    if MAX_REPLICATES > REPLICATES and os.path.exists(OPEN_POINTS):
+        extra = [
+            planner.shard_path(cell)
+            for cell, _ in settle.extra_cells(settle.read(OPEN_POINTS))
+        ]
+    return base_shard_paths() + extra
+
+
+def merged_shards(wildcards):
+    """What the merge waits for: with settling, the open points' step first (a checkpoint)."""
+    if MAX_REPLICATES > REPLICATES:
+        checkpoints.open_points.get()
+    return shard_paths()
+
+
+def settling_input(wildcards):
+    """A settling round's cell waits for the open points it measures."""
+    return OPEN_POINTS if int(wildcards.replicate) > REPLICATES else []
+
+
+def settling_points(wildcards):
+    """run_cell's --points for a settling round: only its cell's open points."""
+    if int(wildcards.replicate) <= REPLICATES:
+        return []
+    keys = dict(wildcards.items())
+    for cell, points in settle.extra_cells(settle.read(OPEN_POINTS)):
+        if all(str(getattr(cell, key)) == str(keys[key]) for key in keys):
+            return ["--points", ",".join(points)]
+    raise WorkflowError("no open points for %s in %s" % (keys, OPEN_POINTS))
 
 
 def summary_outputs():
@@ -472,7 +515,9 @@ def say_outcome():
 
 def record_run_end(status):
     if RUN_MANIFEST:
-        runs.finish(RUN_MANIFEST[0], status, CHECKOUT, ERA_DEVICES, ERA_ENVS_DIR)
+        runs.finish(
+            RUN_MANIFEST[0], status, CHECKOUT, ERA_DEVICES, ERA_ENVS_DIR, shard_paths()
+        )
 
 
 def joined(values):

@@ -1,4 +1,4 @@
-# What a person reads: bootstrap statistics, charts and the environment, all made from the
+# What a person reads: statistics, charts and the environment, all made from the
 # merged table, and gathered with their captions by `snakemake --report results/report.html`.
 
 

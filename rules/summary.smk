@@ -1,13 +1,33 @@
-# Merge every planned shard into the summary table and spreadsheet.
+# Merge every planned shard into the summary table and spreadsheet; with settling, first the
+# verdicts still open after the first rounds (their points run again: rules/cells.smk).
 
 
 localrules:
+    open_points,
     merge_shards,
+
+
+checkpoint open_points:
+    input:
+        shards=base_shard_paths(),
+    output:
+        OPEN_POINTS,
+    log:
+        "results/logs/open_points.log",
+    conda:
+        "../envs/current-cpu.yaml"
+    threads: 1
+    params:
+        replicates=REPLICATES,
+        max_replicates=MAX_REPLICATES,
+        min_effect=config["min_effect"],
+    script:
+        "../scripts/rules/open_points.py"
 
 
 rule merge_shards:
     input:
-        shards=shard_paths(),
+        shards=merged_shards,
     output:
         parquet="results/summary.parquet",
         csv="results/summary.csv",

@@ -17,6 +17,7 @@ sys.path.insert(0, SCRIPTS)
 # process per cell: tests of replicates ask for more themselves.
 QUICK = {
     "replicates": 1,
+    "max_replicates": 1,  # no settling rounds unless a test asks for them
     "duel": {"warmup_calls": 1, "min_samples": 3, "min_time_s": 0.02, "max_samples": 50,
              "max_time_s": 5.0},
     "timeit": {"repeat": 3, "number": 2},

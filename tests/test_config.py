@@ -221,6 +221,11 @@ def test_the_plan_is_counted_without_building_it():
     assert size.points == 9 * 10 ** 9 * 2 * 3
     with pytest.raises(planner.PlanError, match="this config makes 9000000003 jobs"):
         planner.check_plan_size(size, 5000)
-    planner.check_plan_size(planner.count_plan(config), 30)  # the default grid's 30 jobs fit in 30
+    # The default grid: 9 cells x at most 6 processes (3, then settling rounds) + 3 references.
+    planner.check_plan_size(planner.count_plan(config), 57)
+    with pytest.raises(planner.PlanError, match="this config makes 57 jobs"):
+        planner.check_plan_size(planner.count_plan(config), 56)
+    without = dict(config, max_replicates=None)  # no settling: the first rounds alone
+    planner.check_plan_size(planner.count_plan(without), 30)
     with pytest.raises(planner.PlanError, match="this config makes 30 jobs"):
-        planner.check_plan_size(planner.count_plan(config), 29)
+        planner.check_plan_size(planner.count_plan(without), 29)

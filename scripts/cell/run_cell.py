@@ -126,8 +126,9 @@ def parse_args(argv=None):
     disturbed.add_argument("--attempt", type=int, default=None,
                            help="measure in this process as attempt N and write its rows (the "
                                 "job's own processes are started with it)")
-    disturbed.add_argument("--points", type=point_list, default=None,
-                           help="with --attempt: only these points, e.g. 1x8:duel,2x64:duel")
+    grid.add_argument("--points", type=point_list, default=None,
+                      help="only these points of the grid, e.g. 1x8:duel,2x64:duel (a "
+                           "settling round measures only its cell's open verdicts' points)")
     parser.add_argument("--progress-fd", type=int, default=None,
                         help="an open file descriptor that gets a line per finished point too "
                              "(the workflow's console), besides standard error")
@@ -204,7 +205,7 @@ def run_job(args, argv):
 
     limits = conditions.Limits(args.max_steal_share, args.max_other_share,
                                args.max_canary_ratio, max(1, args.attempts))
-    rows, points = [], None
+    rows, points = [], args.points
     for attempt in range(1, limits.attempts + 1):
         partial = "%s.attempt-%d" % (args.output, attempt)
         status = subprocess.call(attempt_command(argv, attempt, points, partial),

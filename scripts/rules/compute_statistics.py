@@ -1,4 +1,4 @@
-"""Snakemake script: bootstrap statistics of a merged run (results/statistics/)."""
+"""Snakemake script: the statistics of a merged run (results/statistics/)."""
 import os
 import sys
 

@@ -9,9 +9,9 @@ median of the replicate medians; timeit: the mean of every sample).
 Points are matched on the cell's identity and the point (contract.CELL_KEYS without the
 replicate, plus contract.POINT_KEYS); ``ignore`` drops keys from the match (e.g. ``era``: a
 2019-stack baseline against today's stack), as long as each side then has one point per match.
-Each matched point gets the ratio new / base of the method's figure, a percentile bootstrap
-interval computed as the run's own PyTorch / TensorFlow intervals are (statistics.bootstrap_ratio:
-hierarchical over processes where a side has several replicates), and a verdict (VERDICTS).
+Each matched point gets the ratio new / base of the method's figure, its interval made as the
+run's own PyTorch / TensorFlow intervals are (statistics.judge: Welch's t over the processes
+where both sides have several replicates, else a bootstrap within one), and a verdict (VERDICTS).
 A point is *clearly slower beyond the threshold* (what fails a CI job) when its interval (and
 so its ratio) lies above 1 + threshold: statistics.is_clear with the threshold as the effect.
 

@@ -356,6 +356,13 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
     ]
 
 
+def max_replicates(config):
+    """The most processes a cell's point may get: config max_replicates, never fewer than
+    replicates (then no point gets more)."""
+    replicates = config.get("replicates", 1)
+    return max(replicates, config.get("max_replicates") or replicates)
+
+
 def shard_path(cell):
     return SHARD_PATTERN.format(**cell._asdict())
 
@@ -395,15 +402,15 @@ PlanSize = collections.namedtuple("PlanSize", "cells replicates jobs references 
 
 
 def count_plan(config):
-    """Jobs and points a config makes, counted before any cell or job exists: cells x
-    replicates, one reference per era, model and kind of weights, one export per deployed
+    """Jobs and points a config makes at most, counted before any cell or job exists: cells x
+    max_replicates, one reference per era, model and kind of weights, one export per deployed
     artifact, and every point (batch sizes x lengths x methods) of every cell process."""
     modes = [mode for framework in config["frameworks"]
              for mode in config["modes"].get(framework, [])]
     tasks = config.get("tasks", ["inference"])
     per_task = len(config["eras"]) * len(config["devices"]) * len(modes) * \
         len(config.get("precisions", ["fp32"])) * len(config["models"])
-    replicates = config.get("replicates", 1)
+    replicates = max_replicates(config)  # at most: settling rounds measure only open points
     methods = len(as_list(config.get("method", ["duel"])))
     points = 0
     for task in tasks:

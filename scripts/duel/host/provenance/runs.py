@@ -199,11 +199,14 @@ def start(config, checkout, era_devices, envs_dir, config_files, model_files, co
     return path
 
 
-def finish(path, status, checkout, era_devices, envs_dir):
+def finish(path, status, checkout, era_devices, envs_dir, planned_shards=None):
     """Complete a run's manifest when it ends: status, end time, environment hashes (era
     environments built during the run now have theirs) and the shards this run wrote (planned
-    shards modified since it started)."""
+    shards modified since it started). ``planned_shards``: the run's shards as known at its
+    end (a settling round's are planned only after the first rounds)."""
     record = read(path)
+    if planned_shards is not None:
+        record["planned_shards"] = sorted(set(record["planned_shards"]) | set(planned_shards))
     started = datetime.datetime.fromisoformat(record["started_at"]).timestamp()
     record["status"] = status
     record["ended_at"] = environment.utc_now()

@@ -13,6 +13,7 @@ import pandas as pd
 from duel.cell import contract
 
 from duel.host.tables import breakdown, replicates, summary
+from duel.host.verdicts import settle
 
 # How many distinct failure messages are shown; the count says how many there are in all.
 SHOWN_MESSAGES = 3
@@ -109,4 +110,17 @@ def lines_of_run(shards, results_dir="results", run_s=None):
         return []
     frame = summary.read_summary(path)
     times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
-    return verdict_lines(results_dir) + lines(frame) + breakdown.lines(times, run_s)
+    return verdict_lines(results_dir) + settle_lines(frame, results_dir) + lines(frame) + \
+        breakdown.lines(times, run_s)
+
+
+def settle_lines(frame, results_dir="results"):
+    """What the settling rounds did, when the merged ``frame`` holds their processes (a plan
+    left by an earlier run is not this run's)."""
+    path = os.path.join(results_dir, settle.FILE)
+    if not os.path.exists(path):
+        return []
+    record = settle.read(path)
+    if not (frame["replicate"].astype(int) > record["replicates"]).any():
+        return []
+    return settle.lines(record)

@@ -7,7 +7,7 @@ silently missing. One folder per kind, one figure per scope (era x device x prec
 method), a panel per model:
 
 - ``ratio``: at a glance, PyTorch / TensorFlow time per model and point, coloured by who is
-  faster, with '?' where the bootstrap interval includes 1 (statistics.py);
+  faster, with '?' where the difference is not clear (statistics.py);
 - ``frameworks``: the 2019 article's charts, time per call of every framework and mode side by
   side, grouped by batch size and length, with the interval of each figure as an error bar;
 - ``length``: time per call against sequence length, a line per framework, mode and batch size;
@@ -519,7 +519,7 @@ def ratio_charts(frame, ratios):
         colourbar.set_ticklabels(["%g" % tick for tick in ticks])
         colourbar.set_label("PyTorch time / TensorFlow time\n(blue < 1: PyTorch faster)")
         title = ("Which framework is faster? PyTorch / TensorFlow time per point (ratio of %ss)\n"
-                 "bold: clear (the whole %d%% bootstrap interval, %s, lies "
+                 "bold: clear (the whole %d%% interval, %s, lies "
                  "beyond %s); '?': not clear\n%s" % (
                      contract.reported_statistic(values[-1]), round(statistics.CONFIDENCE * 100),
                      scopes.interval_label(group), _effect_label(selected),

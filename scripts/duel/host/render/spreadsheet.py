@@ -8,8 +8,8 @@ Sheets:
   layout: a row per model, a column per point ``BxL`` (batch x length), seconds per call
   pooled over the replicates (replicates.py), N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
-- ``statistics``: that ratio per point with its bootstrap confidence interval (hierarchical over
-  the replicates), whether the difference is clear, and per pair of modes the count of clear
+- ``statistics``: that ratio per point with its 95% interval (Welch's t over the replicates'
+  figures, or a bootstrap within one process), whether the difference is clear, and per pair of modes the count of clear
   wins.
 - ``noise``: each point's spread between its replicates (separate processes).
 - ``mode speed-up``: eager time / mode time per framework (> 1: the mode is faster).
@@ -298,7 +298,7 @@ def write_deployment(workbook, frame, points):
         _append(sheet, [])
         _append(sheet, ["Deployed, side by side: PyTorch %(mode_pytorch)s / TensorFlow "
                         "%(mode_tensorflow)s (> 1: PyTorch slower), %(era)s %(device)s "
-                        "%(precision)s %(task)s, method %(method)s; bootstrap intervals in "
+                        "%(precision)s %(task)s, method %(method)s; intervals in "
                         "'statistics'" % keys], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
     rows = frame[frame["mode"].isin(list(DEPLOYED_MODES))]
@@ -357,7 +357,7 @@ def write_about(sheet, sheet_names):
                           "per call pooled over the replicates (duel: median of their medians; "
                           "timeit: mean of every sample, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
-        ["statistics", "that ratio with its bootstrap interval over the replicates, and "
+        ["statistics", "that ratio with its interval over the replicates, and "
                        "whether the difference is clear. " + statistics.CLEAR_MEANING],
         ["noise", "each point's spread between its replicates (separate processes)"],
         ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],

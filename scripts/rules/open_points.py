@@ -1,0 +1,31 @@
+"""Snakemake script: after the first rounds, the verdicts still open and the extra processes
+that measure their points again (duel/host/verdicts/settle.py)."""
+import os
+import sys
+
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
+sys.path.insert(0, SCRIPTS)
+
+from duel.cell import files  # noqa: E402
+from duel.host.tables import summary  # noqa: E402
+from duel.host.verdicts import settle  # noqa: E402
+
+
+def main(shards, output, replicates, max_replicates, min_effect):
+    points = summary.with_reported(summary.read_shards(shards))
+    record = settle.plan(points, replicates, max_replicates, min_effect)
+    files.write_json(output, record, sort_keys=True)
+    print("%d open verdict(s); %d cells get processes %d-%d"
+          % (len(record["open"]), len(record["cells"]), replicates + 1, max_replicates))
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stdout = sys.stderr = log
+        main(
+            list(snakemake.input.shards),  # noqa: F821
+            snakemake.output[0],  # noqa: F821
+            snakemake.params.replicates,  # noqa: F821
+            snakemake.params.max_replicates,  # noqa: F821
+            snakemake.params.min_effect,  # noqa: F821
+        )

@@ -1,0 +1,125 @@
+"""Settling: the interval between processes (Welch's t), which verdicts are still open after the
+first rounds, and a real run whose open points run again in more processes, only those."""
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import QUICK, shard_file, snakemake, write_config
+from duel.host.tables import summary
+from duel.host.verdicts import settle, statistics
+from test_compare import synthetic_rows
+
+
+@pytest.mark.unit
+def test_the_interval_between_processes_is_welchs_t_on_their_log_figures():
+    top, bottom = [1.00, 1.10, 0.95], [1.00, 1.02, 1.05]
+    a, b = np.log(top), np.log(bottom)
+    va, vb = a.var(ddof=1) / 3, b.var(ddof=1) / 3
+    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
+    assert 2 <= df < 3  # so t is the quantile of 2 degrees of freedom, rounded down
+    half = 4.303 * np.sqrt(va + vb)
+    low, high = statistics.welch_ratio(top, bottom, 1.0)
+    assert (low, high) == pytest.approx((np.exp(-half), np.exp(half)))
+    assert statistics.welch_ratio([1.0], bottom, 1.0) is None  # one process: no t interval
+
+
+@pytest.mark.unit
+def test_the_judge_uses_welchs_t_with_several_processes_and_a_bootstrap_with_one():
+    rng = np.random.default_rng(3)
+    processes = lambda levels: [level * np.exp(0.01 * rng.standard_normal(30)) for level in levels]
+    top, bottom = processes([1.00, 1.10, 0.95]), processes([1.00, 1.02, 1.05])
+    side = lambda groups: statistics.Side("ok", statistics.pooled_figure(groups),
+                                          30 * len(groups), groups)
+    judged = statistics.judge(side(top), side(bottom), "median", 0.05, "top", "bottom")
+    expected = statistics.welch_ratio(statistics.replicate_figures(top, "median"),
+                                      statistics.replicate_figures(bottom, "median"),
+                                      judged.ratio)
+    assert (judged.ci_low, judged.ci_high) == pytest.approx(expected)
+    # The bootstrap over three processes is narrower than t: the interval that a rerun missed.
+    low, high = statistics.bootstrap_ratio(top, bottom)
+    assert high - low < judged.ci_high - judged.ci_low
+    one = statistics.judge(side(top[:1]), side(bottom[:1]), "median", 0.05, "top", "bottom")
+    assert (one.ci_low, one.ci_high) == statistics.bootstrap_ratio(top[:1], bottom[:1])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("low, high, expected", [
+    (0.90, 0.97, True),    # across 1 / 1.05
+    (1.02, 1.10, True),    # across 1.05
+    (0.90, 1.10, True),    # across both
+    (0.96, 1.04, False),   # inside the band: settled, no difference of 5% or more
+    (0.80, 0.94, False),   # below it: clear
+    (1.06, 1.20, False),   # above it: clear
+    (None, None, False),   # no interval: more processes would not give one
+])
+def test_a_verdict_is_open_when_its_interval_reaches_across_an_edge_of_the_band(low, high,
+                                                                                expected):
+    assert settle.is_open(low, high, 0.05) is expected
+
+
+@pytest.mark.unit
+def test_the_plan_sends_each_open_point_to_both_of_its_cells_and_nothing_else():
+    # PyTorch at half TensorFlow's time at 1x8 (clear), the same elsewhere with 4% between
+    # processes: those intervals reach across the band's edges.
+    rows = synthetic_rows(replicates=3, seed=7, between=0.04, slow={("pytorch", 1, 8): 0.5})
+    record = settle.plan(summary.with_reported(pd.DataFrame(rows)), 3, 6, 0.05)
+    opened = sorted("%dx%d" % (entry["batch_size"], entry["seq_len"]) for entry in record["open"])
+    assert opened == ["1x128", "2x128", "2x8", "4x32"]
+    assert [(cell["framework"], cell["mode"]) for cell in record["cells"]] == \
+        [("pytorch", "eager"), ("tensorflow", "function")]
+    assert all(cell["points"] == ["1x128:duel", "2x128:duel", "2x8:duel", "4x32:duel"]
+               for cell in record["cells"])
+    extra = settle.extra_cells(record)
+    assert sorted({cell.replicate for cell, _ in extra}) == [4, 5, 6]
+    assert len(extra) == 2 * 3
+    assert settle.lines(record) == [
+        "Settling: 4 verdict(s) still open after 3 processes per cell; their points ran again "
+        "in processes 4-6 of 2 cells."]
+    # Processes that agree within 0.5%: every interval inside the band or beyond it, none open.
+    quiet = synthetic_rows(replicates=3, seed=7, between=0.005, slow={("pytorch", 1, 8): 0.5})
+    record = settle.plan(summary.with_reported(pd.DataFrame(quiet)), 3, 6, 0.05)
+    assert record["open"] == [] and record["cells"] == [] and settle.lines(record) == []
+
+
+@pytest.mark.workflow
+@pytest.mark.framework
+def test_a_real_run_measures_its_open_points_again_in_more_processes_and_only_those(tmp_path):
+    """DistilBERT, two processes per cell and at most three: after the first two rounds the
+    open verdicts' points run in a third process of both their cells, the merged table pools
+    three processes there and two elsewhere, and the run's end says so."""
+    config = write_config(tmp_path, **dict(QUICK, models=["distilbert-base-uncased"],
+                                           batch_sizes=[1], sequence_lengths=[8, 16],
+                                           replicates=2, max_replicates=3))
+    result = snakemake(tmp_path, "--cores", "2", "--configfile", config)
+    record = settle.read(os.path.join(str(tmp_path), "results", settle.FILE))
+    assert (record["replicates"], record["max_replicates"]) == (2, 3)
+    # Two processes a side give Welch's t 2 degrees of freedom or fewer (t of 4.3 or more):
+    # on two cores some PyTorch eager / TensorFlow verdict of these near-equal shapes is open.
+    assert record["open"], "no verdict open after two processes: nothing to settle"
+    planned = {(cell["framework"], cell["mode"]): cell["points"] for cell in record["cells"]}
+    for framework, mode in (("pytorch", "eager"), ("tensorflow", "eager"),
+                            ("tensorflow", "function")):
+        third = shard_file(tmp_path, framework, mode, "distilbert-base-uncased", replicate=3)
+        if (framework, mode) not in planned:
+            assert not os.path.exists(third)
+            continue
+        rows = pq.read_table(third).to_pandas()
+        measured = sorted("%dx%d:%s" % point for point in
+                          zip(rows["batch_size"], rows["seq_len"], rows["method"]))
+        assert measured == sorted(planned[(framework, mode)])
+    points = summary.with_reported(summary.read_summary(
+        os.path.join(str(tmp_path), "results", "summary.parquet")))
+    for _, point in points.iterrows():
+        key = "%dx%d:%s" % (point["batch_size"], point["seq_len"], point["method"])
+        expected = 3 if key in planned.get((point["framework"], point["mode"]), []) else 2
+        assert point["replicates"] == expected, point[["framework", "mode", "point"]].tolist()
+    assert "Settling: %d verdict(s) still open after 2 processes per cell" \
+        % len(record["open"]) in result.stderr
+    manifests = [json.load(open(os.path.join(folder, "manifest.json")))
+                 for folder in (tmp_path / "results" / "runs").iterdir()]
+    assert all(os.path.exists(tmp_path / shard) for shard in manifests[0]["shards"])
+    assert any("/r3.parquet" in shard for shard in manifests[0]["shards"])

@@ -112,7 +112,8 @@ class TensorFlowAdapter(Adapter):
         if self.precision in POLICIES and set_policy is not None:
             set_policy(POLICIES[self.precision])
         if weights_dir:
-            self.model = model_class.from_pretrained(self.weights_folder(weights_dir))
+            with compat.random_init_skipped():
+                self.model = model_class.from_pretrained(self.weights_folder(weights_dir))
         else:
             tf.random.set_seed(seed)
             self.model = model_class(compat.build_config(

@@ -25,7 +25,7 @@ from . import compat, contract, files, models
 # Random weights give final hidden states of order 1; different kernels and fusions
 # (PyTorch vs TensorFlow, TorchScript, compile, XLA) differ by about 1e-6 to 1e-4 in fp32.
 # Mixed precision rounds every matrix product's inputs: fp16 keeps 11 significant bits, bf16 8,
-# and the differences seen against fp32 grow accordingly (README, "Precision").
+# and the differences seen against fp32 grow accordingly (docs/modes.md, "Precision").
 # tf32: fp32 with TF32 matrix products (fp16's 10-bit mantissa, so fp16's tolerance).
 RELATIVE_TOLERANCE = {"fp32": 1e-3, "tf32": 2e-2, "fp16": 2e-2, "bf16": 1e-1}
 

@@ -36,7 +36,10 @@ def test_disturbed_points_run_again_in_fresh_processes_and_every_attempt_is_kept
     assert sorted((row["seq_len"], row["attempt"], row["counted"]) for row in rows) == [
         (4, 1, False), (4, 2, True), (8, 1, False), (8, 2, True)]
     for row in rows:
-        assert row["status"] == "ok" and row["disturbed"].startswith("canary ")
+        # the canary's limit is what marks every point; the suite's other worker may add
+        # "other processes" beside it
+        reasons = row["disturbed"].split("; ")
+        assert row["status"] == "ok" and any(reason.startswith("canary ") for reason in reasons)
         assert row["startup_s"] > 0 and row["job_wall_s"] >= row["startup_s"]
         assert row["steal_ms"] is not None and row["other_cpu_ms"] is not None
     assert "2 disturbed point(s) run again in a fresh process (attempt 2)" in result.stderr

@@ -2,8 +2,9 @@
 run manifest. One home for the figure every change to the method's cost is judged on; the
 spreadsheet's ``time`` sheet and the end-of-run lines both read it.
 
-Parts, in seconds of job time (on one machine jobs run one at a time, so they add up to the
-run's wall time; on a cluster they overlap):
+Parts, in seconds of job time (on one machine a timing cell takes every core, so jobs run one at
+a time and add up to the run's wall time; with fewer threads per cell, or on a cluster, they
+overlap, and the shares are of the job time):
 
 - timed samples: every sample of every row (each replicate and attempt; timeit's samples are
   per call, so times ``number``): what the verdicts rest on;
@@ -76,7 +77,9 @@ def parts(frame, references_s=0.0, run_s=None):
     if run_s is not None:
         rows.append(("the rest (Snakemake, merge, statistics, charts)",
                      max(0.0, run_s - measured)))
-    total = run_s if run_s else measured
+    # Jobs that ran side by side (cells of fewer threads than cores) add up to more than the
+    # run's wall time: then each part is a share of the job time.
+    total = run_s if run_s and run_s >= measured else measured
     table = pd.DataFrame(rows, columns=["part", "seconds"])
     table["share"] = table["seconds"] / total if total else np.nan
     return table

@@ -38,8 +38,8 @@ def open_points(points, min_effect):
     ratios = statistics.point_ratios(points, min_effect=min_effect)
     if ratios.empty:
         return ratios
-    chosen = [is_open(low, high, min_effect) and clear == "no"
-              for low, high, clear in zip(ratios["ci_low"], ratios["ci_high"], ratios["clear"])]
+    chosen = [is_open(low, high, min_effect)  # an open interval is never clear
+              for low, high in zip(ratios["ci_low"], ratios["ci_high"])]
     return ratios[chosen].reset_index(drop=True)
 
 

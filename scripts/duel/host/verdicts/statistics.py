@@ -229,8 +229,8 @@ CLEAR_MEANING = (
 def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=1.0,
           confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED):
     """The one judge of a pair of points (Side): the ratio top / bottom of their figures, its
-    interval (between processes, or within one) and verdict (see verdict; ``faster_below`` and ``faster_above`` name
-    the winner, ``shift`` the machine's own change). Every comparison Duel reports, between
+    interval (between processes, or within one) and verdict (see verdict; ``faster_below`` and
+    ``faster_above`` name the winner, ``shift`` the machine's own change). Every comparison Duel reports, between
     the frameworks of a run and between two runs, is judged here."""
     if top.status != "ok" or bottom.status != "ok":
         return Judgement(None, None, None, None, None)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create (or update) .venv with the pinned current era; with --tests, the test tools as well;
+# Create (or update) .venv with the pinned current era and the host's tools (envs/host.txt: the
+# results store's DuckDB); with --tests, the test tools as well;
 # with --slurm, also .venv-slurm: .venv's packages plus Snakemake's SLURM executor
 # (envs/slurm.txt), kept out of .venv because importing it is slow where no SLURM answers.
 # Every lock file is complete and hashed: installed with hash checking and without resolution
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-locks=(envs/current-cpu.txt)
+locks=(envs/current-cpu.txt envs/host.txt)
 slurm=false
 installer=uv
 for option in "$@"; do

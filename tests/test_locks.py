@@ -18,7 +18,7 @@ from conftest import QUICK, REPO, SCRIPTS, TEST_MODELS, shard_file, write_config
 from duel.cell import locks
 from duel.host.stacks import eras
 
-INSTALLED = ["envs/current-cpu.txt", "envs/tests.txt", "envs/slurm.txt", "envs/uv.txt",
+INSTALLED = ["envs/current-cpu.txt", "envs/host.txt", "envs/tests.txt", "envs/slurm.txt", "envs/uv.txt",
              "envs/current-cuda.txt", "envs/hf2019.txt", "envs/hf2019-cuda.txt",
              "tests/data/envs/current-cpu-pytorch.txt"]
 HASH = re.compile(r"^    --hash=sha256:[0-9a-f]{64}( \\)?$")
@@ -45,7 +45,7 @@ def test_every_lock_file_is_complete_pins_each_with_its_hashes(lock):
 @pytest.mark.unit
 def test_layered_lock_files_add_to_the_current_era_without_overlap():
     current = locks.read_pins(path("envs/current-cpu.txt"))
-    for layer in ("envs/tests.txt", "envs/slurm.txt", "envs/uv.txt"):
+    for layer in ("envs/host.txt", "envs/tests.txt", "envs/slurm.txt", "envs/uv.txt"):
         assert not set(locks.read_pins(path(layer))) & set(current), layer
     # The first complete lock is the stack the project was measured with: torch's CPU build,
     # and the build tools torch and tensorflow need at run time.
@@ -82,16 +82,17 @@ def union(*lock_files):
 
 @pytest.mark.install
 def test_setup_installs_exactly_the_locks_and_passes_pip_check(tmp_path):
-    """From nothing: .venv (current era, test tools, uv) and .venv-slurm, hashes checked."""
+    """From nothing: .venv (current era, host tools, test tools, uv) and .venv-slurm, hashes checked."""
     checkout = copy_checkout(tmp_path)
     result = subprocess.run(["bash", "scripts/setup.sh", "--tests", "--slurm"],
                             cwd=str(checkout), capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-4000:]
     venv = str(checkout / ".venv" / "bin" / "python")
-    assert installed_in(venv) == union("envs/current-cpu.txt", "envs/tests.txt", "envs/uv.txt")
+    assert installed_in(venv) == union("envs/current-cpu.txt", "envs/host.txt", "envs/tests.txt",
+                                       "envs/uv.txt")
     slurm = str(checkout / ".venv-slurm" / "bin" / "python")
-    assert installed_in(slurm) == union("envs/current-cpu.txt", "envs/tests.txt", "envs/uv.txt",
-                                        "envs/slurm.txt")
+    assert installed_in(slurm) == union("envs/current-cpu.txt", "envs/host.txt", "envs/tests.txt",
+                                        "envs/uv.txt", "envs/slurm.txt")
     marker = json.load(open(str(checkout / ".venv" / "duel-env.json")))
     assert marker["lock_sha256"] == locks.file_sha256(path("envs/current-cpu.txt"))
     assert marker["installer"].startswith("uv ")

@@ -6,7 +6,8 @@ distribution its interpreter can import, found as ``*.dist-info`` / ``*.egg-info
 ``sys.path`` (the first of a name wins, as for import), less pip itself (the installer, whose
 version is whatever the interpreter bundles). Both are compared as {canonical name: version}.
 
-Environments are layered: .venv holds envs/current-cpu.txt and may hold the test tools
+Environments are layered: .venv holds envs/current-cpu.txt and the host's tools (envs/host.txt),
+and may hold the test tools
 (envs/tests.txt) and uv (envs/uv.txt); .venv-slurm sees .venv's packages and adds
 envs/slurm.txt. So an environment agrees exactly with its lock when every pin of its own lock is
 installed as pinned and every other installed package is a pin of one of its layers' lock files.
@@ -22,7 +23,7 @@ REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s\\;#]+)")
 LEFT_OUT = ("pip",)
 # The lock files that may be layered on an era's own lock (same folder): see the docstring.
-LAYERS = {"current-cpu.txt": ("tests.txt", "slurm.txt", "uv.txt")}
+LAYERS = {"current-cpu.txt": ("host.txt", "tests.txt", "slurm.txt", "uv.txt")}
 
 
 def canonical(name):

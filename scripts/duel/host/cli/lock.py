@@ -34,6 +34,7 @@ RESOLVED = [
     ("envs/current-cpu.txt", "envs/current-cpu.in", None, False),
     ("envs/tests.txt", "envs/tests.in", "envs/current-cpu.txt", True),
     ("envs/slurm.txt", "envs/slurm.in", "envs/current-cpu.txt", True),
+    ("envs/host.txt", "envs/host.in", "envs/current-cpu.txt", True),
     ("envs/uv.txt", "envs/uv.in", None, False),
     # The Docker test's reduced lock: a complete subset of envs/current-cpu.txt.
     ("tests/data/envs/current-cpu-pytorch.txt", "tests/data/envs/current-cpu-pytorch.in",

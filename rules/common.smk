@@ -16,6 +16,7 @@ from duel.host.plan import deployment, drift, planner, references, resources
 from duel.host.provenance import runs
 from duel.host.render import chart_kinds, outcome
 from duel.host.stacks import eras, images
+from duel.host.store import archive, ingest
 from duel.host.verdicts import settle
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
@@ -460,16 +461,37 @@ onstart:
     check_devices_here()
     check_cluster_here()
     check_disk_here()
+    store_runs()
     record_run_start()
 
 
 onsuccess:
     record_run_end("success")
+    store_runs()
     say_outcome()
 
 
 onerror:
     record_run_end("error")
+    store_runs()
+
+
+def store_runs():
+    """Add to the results store (duel/host/store/) every shard of results/ not in it yet: at
+    the start, what a killed run left or a shard about to be written again; at the end, this
+    run. A store that cannot take them costs one line, never the run."""
+    if not workflow.is_main_process or workflow.dryrun or not os.path.isdir("results"):
+        return
+    try:
+        added = ingest.add_folder(config["store"], "results")
+    except (archive.StoreError, OSError) as error:
+        print("store: %s: nothing added (%s)" % (config["store"], error), file=sys.stderr)
+        return
+    for run_id, count in added:
+        print(
+            "store: run %s added to %s (%d shards)" % (run_id, config["store"], count),
+            file=sys.stderr,
+        )
 
 
 # Run manifests (host/provenance/runs.py): written by the main process of a real run only (these

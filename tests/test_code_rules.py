@@ -69,8 +69,9 @@ def test_scripts_cell_holds_exactly_what_the_rules_start_with_an_era_interpreter
 
 
 # The host packages in import order: each imports only itself and those before it. store and cli
-# are the rooms of the results store (over tables) and the command line (over everything).
-HOST_LAYERS = ("stacks", "plan", "tables", "store", "verdicts", "render", "compare", "provenance",
+# are the rooms of the results store (over the run manifests and the verdicts) and the command
+# line (over everything).
+HOST_LAYERS = ("stacks", "plan", "tables", "verdicts", "render", "compare", "provenance", "store",
                "cli")
 
 

@@ -5,6 +5,7 @@ every subcommand, so a script or CI job can read any of them alike.
 """
 import argparse
 import os
+import re
 
 SCRIPTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))  # holds duel/
@@ -62,3 +63,14 @@ def items(text):
     if not found:
         raise argparse.ArgumentTypeError("give one or more items, comma-separated, not %r" % text)
     return found
+
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def name(text):
+    """A value that names something (a machine, an era): letters, digits, '.', '_', '-'."""
+    if not NAME.match(text):
+        raise argparse.ArgumentTypeError("%r is not a name (letters, digits, '.', '_', '-')"
+                                         % text)
+    return text

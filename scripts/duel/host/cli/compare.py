@@ -1,15 +1,18 @@
 """``duel compare``: two finished runs, what got faster or slower, how sure, what changed."""
 import argparse
 import math
+import os
 
-from duel.host.cli import command
+from duel.host.cli import command, store
 from duel.host.compare import changes, two_runs
+from duel.host.store import archive, questions
 from duel.host.verdicts import statistics
 
 DESCRIPTION = """Compare two finished runs.
 
 What got faster or slower, how sure, and what changed in between (environment, software,
-machine). BASE (the baseline) and NEW are run folders or their results/summary.parquet. Writes
+machine). BASE (the baseline) and NEW are run folders, their results/summary.parquet, or ids of
+runs in the results store (duel runs lists them). Writes
 DIR/comparison.{md,csv,xlsx,png,svg} and DIR/environment.csv. The workflow's compare_baseline
 rule (config key baseline) makes the same comparison, where a slowdown does not fail the rule."""
 
@@ -63,7 +66,8 @@ def add(subparsers):
          command.BAD_INPUT: None},
         ["duel compare runs/before runs/after --output comparison",
          "duel compare runs/hf2019 runs/current --ignore era --output era-comparison"])
-    parser.add_argument("base", help="the baseline: a run folder or its summary.parquet")
+    parser.add_argument("base", help="the baseline: a run folder, its summary.parquet or a "
+                                     "stored run's id")
     parser.add_argument("new", help="the run compared with it")
     parser.add_argument("--output", metavar="DIR", default="comparison",
                         help="folder for the outputs (default: ./comparison)")
@@ -84,7 +88,24 @@ def add(subparsers):
                              "runs' canaries say the machine itself ran at another speed")
     parser.add_argument("--resamples", type=count, default=statistics.RESAMPLES,
                         help="bootstrap resamples (default %(default)s)")
+    store.store_option(parser)
     parser.set_defaults(func=run)
+
+
+def resolved(reference, store_dir):
+    """A run folder or summary file as given; else the stored run of that id."""
+    if os.path.exists(reference) or not archive.RUN_ID.match(reference):
+        return reference
+    try:
+        archive.version(store_dir)
+        frame = questions.run_frame(store_dir, reference)
+    except archive.StoreError as error:
+        raise command.Refusal("%s: neither a run folder nor a stored run (%s)"
+                              % (reference, error))
+    try:
+        return changes.read_run_frame(frame, reference, "%s in %s" % (reference, store_dir))
+    except changes.CompareError as error:
+        raise command.Refusal(str(error))
 
 
 def compare(base, new, output, **options):
@@ -96,7 +117,8 @@ def compare(base, new, output, **options):
 
 
 def run(args):
-    return compare(args.base, args.new, args.output, ignore=args.ignore,
+    store_dir = args.store or archive.default_path()
+    return compare(resolved(args.base, store_dir), resolved(args.new, store_dir), args.output, ignore=args.ignore,
                    min_effect=args.min_effect, threshold=args.threshold,
                    fail_on_new_failures=args.fail_on_new_failures, resamples=args.resamples,
                    machine_band=args.machine_band)

@@ -2,12 +2,13 @@
 import argparse
 import sys
 
-from duel.host.cli import command, compare, image, lock, rebuild, show
+from duel.host.cli import (command, compare, history, image, lock, publish, rebuild, runs, show,
+                           store, trend)
 
 DESCRIPTION = """Duel: PyTorch against TensorFlow on transformer models. The workflow itself runs
 with snakemake (README); these are the commands around it."""
 
-SUBCOMMANDS = (show, compare, rebuild, lock, image)
+SUBCOMMANDS = (show, runs, history, trend, publish, compare, store, rebuild, lock, image)
 
 
 def parser():

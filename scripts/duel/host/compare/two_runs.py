@@ -10,9 +10,12 @@ from duel.host.verdicts import statistics
 def compare_and_write(base, new, output, ignore=(), min_effect=statistics.MIN_EFFECT,
                       threshold=None, fail_on_new_failures=False, resamples=statistics.RESAMPLES,
                       machine_band=True):
-    """Compare, write the outputs, print the summary's first lines; the exit status."""
+    """Compare, write the outputs, print the summary's first lines; the exit status. ``base``
+    and ``new``: run folders, summary files, or runs already read (changes.Run)."""
     report.check_output(output)
-    result = changes.compare(changes.read_run(base), changes.read_run(new), ignore, min_effect,
+    base, new = (run if isinstance(run, changes.Run) else changes.read_run(run)
+                 for run in (base, new))
+    result = changes.compare(base, new, ignore, min_effect,
                              threshold, resamples=resamples,
                              fail_on_new_failures=fail_on_new_failures,
                              machine_band=machine_band)

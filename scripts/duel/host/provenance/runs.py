@@ -131,9 +131,19 @@ def gpus():
     return [line.strip() for line in output.stdout.splitlines() if line.strip()]
 
 
-def machine(cores):
-    """What hardware a comparison of two runs needs to know."""
+MACHINE_ENV = "DUEL_MACHINE"
+
+
+def machine_name(config):
+    """The machine's name in the store: config key ``machine``, else $DUEL_MACHINE, else the
+    hostname (which clouds and clusters change from run to run)."""
+    return (config or {}).get("machine") or os.environ.get(MACHINE_ENV) or platform.node()
+
+
+def machine(cores, config=None):
+    """What hardware a comparison of two runs needs to know, and the machine's name."""
     return {
+        "name": machine_name(config),
         "hostname": platform.node(),
         "cpu_model": environment.cpu_model(),
         "cpu_flags": environment.cpu_flags(),
@@ -189,7 +199,7 @@ def start(config, checkout, era_devices, envs_dir, config_files, model_files, co
         "snakemake_version": metadata.version("snakemake"),
         "command_line": list(argv),
         "python_executable": sys.executable,
-        "machine": machine(cores),
+        "machine": machine(cores, config),
         "files": files_read(config_files, model_files),
         "planned_shards": sorted(planned_shards),
         "shards": [],

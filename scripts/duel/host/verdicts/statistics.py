@@ -160,6 +160,19 @@ def welch_ratio(top_figures, bottom_figures, ratio, confidence=CONFIDENCE):
     return float(ratio * np.exp(-half)), float(ratio * np.exp(half))
 
 
+def figure_interval(figures, confidence=CONFIDENCE):
+    """Student's t interval of one side's figure from its per-process figures (on their logs,
+    around their geometric mean): (low, high), or None with fewer than two processes."""
+    if round(confidence, 6) != 0.95:
+        raise ValueError("the interval between processes is made at 95% only")
+    logs = np.log(np.asarray(figures, dtype=np.float64))
+    if logs.size < 2:
+        return None
+    t = T_975[max(key for key in T_975 if key <= logs.size - 1)]
+    half = t * logs.std(ddof=1) / np.sqrt(logs.size)
+    return float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
+
+
 def interval_kind(replicates_a, replicates_b):
     """'between processes' when both sides have several replicates, else 'within one process
     only' (the interval then misses what differs between processes)."""

@@ -1,0 +1,88 @@
+"""``duel store``: add a run folder to the results store, take a run out, or ask it in SQL.
+
+Also the options every command over the store shares (``--store``, the point filters)."""
+import argparse
+
+from duel.host.cli import command
+from duel.host.store import archive, ingest
+
+DESCRIPTION = """Add runs to the results store, remove one, or query it in SQL.
+
+The workflow adds every run it makes when the run ends (config key store, default
+results/store). `add` adds the runs of a results folder made anywhere: another machine, a SLURM
+cluster, an older Duel version (migrated on the way in). Adding twice stores once. `rm` takes a
+wrong run out of every history. `sql` runs a query over the views runs (a row per run) and points
+(a row per point, process and attempt), e.g.
+  duel store sql "SELECT machine, count(*) FROM runs GROUP BY machine" """
+
+
+def store_option(parser):
+    parser.add_argument("--store", metavar="DIR", default=None,
+                        help="the results store (default: $DUEL_STORE, else results/store)")
+
+
+def filter_options(parser):
+    """The filters of a point's history: where and in what its runs ran."""
+    for name in ("era", "device", "precision", "task", "method", "machine"):
+        parser.add_argument("--" + name, default=None, type=command.name,
+                            help="only runs with this %s" % name)
+
+
+def filters(args):
+    return dict((name, getattr(args, name)) for name in
+                ("era", "device", "precision", "task", "method", "machine"))
+
+
+def opened(args):
+    """The store the command reads: StoreError (a refusal) where there is none."""
+    store = args.store or archive.default_path()
+    try:
+        archive.version(store)
+    except archive.StoreError as error:
+        raise command.Refusal(str(error))
+    return store
+
+
+def add(subparsers):
+    parser = command.add(
+        subparsers, "store", DESCRIPTION,
+        {command.FINE: None, command.BAD_INPUT: "bad input: a corrupt or half-written run (its "
+                                                "file named), a run id not in the store"},
+        ["duel store add results", "duel store add /scratch/cluster-run --machine a100-node",
+         "duel store rm 20261203T081549Z-3765", "duel store sql \"SELECT * FROM runs\""])
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    adding = actions.add_parser("add", help="add the runs of a results folder")
+    adding.add_argument("folder", metavar="DIR", help="a results folder, or the folder holding it")
+    adding.add_argument("--machine", type=command.name, default=None,
+                        help="the machine's name in the store (default: the run's own, else "
+                             "its hostname)")
+    removing = actions.add_parser("rm", help="remove a run from the store")
+    removing.add_argument("run_id", metavar="RUN", help="a run id (duel runs lists them)")
+    asking = actions.add_parser("sql", help="run a SQL query over the views runs and points")
+    asking.add_argument("sql", metavar="QUERY")
+    asking.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    for action in (adding, removing, asking):
+        store_option(action)
+        action.set_defaults(parser=action)
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    store = args.store or archive.default_path()
+    try:
+        if args.action == "add":
+            for run_id, count in ingest.add_folder(store, args.folder, args.machine):
+                print("added %s: %d shard%s" % (run_id, count, "" if count == 1 else "s"))
+            print("%s: %d runs" % (store, len(archive.run_ids(store))))
+        elif args.action == "rm":
+            archive.remove(store, args.run_id)
+            print("removed %s from %s" % (args.run_id, store))
+        else:
+            archive.version(store)
+            answer = archive.query(store, args.sql)
+            print(answer.to_csv(index=False) if args.csv else answer.to_string(index=False))
+    except archive.StoreError as error:
+        raise command.Refusal(str(error))
+    except archive.duckdb.Error as error:
+        raise command.Refusal("the query failed: %s" % str(error).splitlines()[0])
+    return command.FINE

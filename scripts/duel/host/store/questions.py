@@ -1,0 +1,208 @@
+"""The questions the store answers: which runs, one point over the runs, and where it stepped.
+
+A point over runs is named ``MODEL/FRAMEWORK/MODE/BxL`` (e.g. ``bert-base-cased/pytorch/eager/
+1x128``); era, device, precision, task, method and machine narrow it. A run's figure for a point
+is its method's pooled figure over the run's processes (duel: the median of their medians;
+timeit: the mean of their means), with Student's t interval over those processes.
+
+A trend is judged per point and machine over its runs in time order, the way asv finds steps
+(a piecewise-constant fit of the runs' figures, split where the levels differ most), but a split
+counts only when Welch's t over the runs on each side, at least MIN_RUNS of them, puts the
+ratio of the two levels clearly beyond ``min_effect``, as every other comparison is judged: one
+noisy run is never a step.
+"""
+import re
+from collections import namedtuple
+
+import numpy as np
+import pandas as pd
+
+from duel.cell import contract
+
+from duel.host.store import archive
+from duel.host.verdicts import statistics
+
+POINT = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<framework>pytorch|tensorflow)/"
+                   r"(?P<mode>[A-Za-z0-9_-]+)/(?P<batch_size>\d+)x(?P<seq_len>\d+)$")
+POINT_SYNTAX = "MODEL/FRAMEWORK/MODE/BxL, e.g. bert-base-cased/pytorch/eager/1x128"
+FILTERS = ("era", "device", "precision", "task", "method")  # columns of points
+SERIES = ["machine", "era", "device", "precision", "task", "method", "model", "framework", "mode",
+          "batch_size", "seq_len"]
+RUN_KEYS = SERIES + ["run_id", "started_at", "git_commit"]
+MIN_RUNS = 2
+Point = namedtuple("Point", "model framework mode batch_size seq_len")
+
+
+def parse_point(text):
+    """A Point from its syntax; StoreError naming the syntax otherwise."""
+    match = POINT.match(text or "")
+    if not match:
+        raise archive.StoreError("%r is not a point: write %s" % (text, POINT_SYNTAX))
+    found = match.groupdict()
+    return Point(found["model"], found["framework"], found["mode"], int(found["batch_size"]),
+                 int(found["seq_len"]))
+
+
+def point_label(row):
+    return "%s/%s/%s/%dx%d" % (row["model"], row["framework"], row["mode"], row["batch_size"],
+                               row["seq_len"])
+
+
+RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
+               "points", "processes", "headline"]
+
+
+def run_table(store, machine=None, era=None):
+    """A row per run, oldest first: when, where, what, how many points, the headline."""
+    where, parameters = ["true"], []
+    if machine:
+        where.append("machine = ?")
+        parameters.append(machine)
+    if era:
+        where.append("list_contains(string_split(eras, ','), ?)")
+        parameters.append(era)
+    table = archive.query(store, "SELECT * FROM runs WHERE %s ORDER BY started_at, run_id"
+                          % " AND ".join(where), parameters)
+    return table.reindex(columns=RUN_COLUMNS)
+
+
+def run_frame(store, run_id):
+    """Every row of a stored run (as its merged summary would hold them); StoreError where the
+    store has no such run."""
+    archive.check_run_id(run_id)
+    frame = archive.query(store, "SELECT * FROM points WHERE run_id = ?", [run_id])
+    if frame.empty:
+        raise archive.StoreError("%s has no run %s (duel runs lists them)" % (store, run_id))
+    return frame.drop(columns=list(archive.STORE_COLUMNS))
+
+
+def _rows(store, points, filters):
+    """The counted rows of ``points`` (Points; all where empty) with their runs' when and where."""
+    where, parameters = ["coalesce(p.counted, true)"], []
+    if points:
+        alternatives = []
+        for point in points:
+            alternatives.append("(p.model = ? AND p.framework = ? AND p.mode = ? AND "
+                                "p.batch_size = ? AND p.seq_len = ?)")
+            parameters.extend(point)
+        where.append("(%s)" % " OR ".join(alternatives))
+    for name, value in sorted(filters.items()):
+        if value:
+            where.append("%s.%s = ?" % ("r" if name == "machine" else "p", name))
+            parameters.append(value)
+    sql = ("SELECT r.machine, p.era, p.device, p.precision, p.task, p.method, p.model, "
+           "p.framework, p.mode, p.batch_size, p.seq_len, p.run_id, r.started_at, r.git_commit, "
+           "p.replicate, p.status, p.median, p.mean, p.n_samples "
+           "FROM points p JOIN runs r USING (run_id) WHERE %s" % " AND ".join(where))
+    return archive.query(store, sql, parameters)
+
+
+def _figures(rows):
+    """Per run and point: its figure pooled over its processes (the method's statistic) and
+    Student's t interval over them (statistics.figure_interval, made for all rows at once)."""
+    ok = rows[rows["status"] == "ok"].copy()
+    by_mean = ok["method"].map(contract.reported_statistic) == "mean"
+    ok["figure"] = np.where(by_mean, ok["mean"], ok["median"]).astype(float)
+    ok["log"] = np.log(ok["figure"])
+    per_process = ok.groupby(RUN_KEYS + ["replicate"], dropna=False, sort=False).agg(
+        figure=("figure", "first"), log=("log", "first"))
+    runs = per_process.groupby(RUN_KEYS, dropna=False, sort=False).agg(
+        median=("figure", "median"), mean=("figure", "mean"), processes=("figure", "size"),
+        log_mean=("log", "mean"), log_std=("log", "std")).reset_index()
+    runs["figure_ms"] = np.where(runs["method"].map(contract.reported_statistic) == "mean",
+                                 runs["mean"], runs["median"])
+    t = runs["processes"].map(lambda n: statistics.T_975[max(
+        key for key in statistics.T_975 if key <= max(1, n - 1))])
+    half = t * runs["log_std"] / np.sqrt(runs["processes"])
+    several = runs["processes"] >= 2
+    runs["low_ms"] = np.where(several, np.exp(runs["log_mean"] - half), np.nan)
+    runs["high_ms"] = np.where(several, np.exp(runs["log_mean"] + half), np.nan)
+    runs["status"] = "ok"
+    return runs
+
+
+def history(store, points, **filters):
+    """One row per point and run, in time order: the run's figure, its interval, where and
+    what it ran in (filters: era, device, precision, task, method, machine). A run whose point
+    failed in every process has its status and no figure."""
+    rows = _rows(store, points, filters)
+    columns = RUN_KEYS + ["status", "figure_ms", "low_ms", "high_ms", "processes"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    figures = _figures(rows)
+    failed = rows.groupby(RUN_KEYS, dropna=False, sort=False)["status"].agg(
+        lambda found: ", ".join(sorted(set(found.dropna())))).reset_index()
+    failed = failed.merge(figures[RUN_KEYS], on=RUN_KEYS, how="left", indicator=True)
+    failed = failed[failed["_merge"] == "left_only"].drop(columns="_merge")
+    failed["processes"] = 0
+    table = pd.concat([figures, failed], ignore_index=True) if len(failed) else figures
+    return table.sort_values(SERIES + ["started_at", "run_id"]).reset_index(drop=True)[columns]
+
+
+Step = namedtuple("Step", "index start end ratio low high verdict")
+
+
+def _best_split(logs, start, end):
+    """The split of logs[start:end] (each side MIN_RUNS or more) where the two levels differ
+    most against the noise around them: its index, or None."""
+    best, where = 0.0, None
+    for split in range(start + MIN_RUNS, end - MIN_RUNS + 1):
+        left, right = logs[start:split], logs[split:end]
+        spread = np.concatenate([left - left.mean(), right - right.mean()]).std() + 1e-12
+        score = abs(right.mean() - left.mean()) / spread
+        if score > best:
+            best, where = score, split
+    return where
+
+
+def steps(logs, min_effect=statistics.MIN_EFFECT):
+    """The clear steps of a series of runs' log figures, oldest first (binary segmentation:
+    the best split, judged; then each side again)."""
+    found = []
+
+    def search(start, end):
+        split = _best_split(logs, start, end)
+        if split is None:
+            return
+        before, after = np.exp(logs[start:split]), np.exp(logs[split:end])
+        ratio = float(np.exp(logs[split:end].mean() - logs[start:split].mean()))
+        low, high = statistics.welch_ratio(after, before, ratio)
+        clear, text = statistics.verdict(ratio, low, high, min_effect, "faster", "slower")
+        if not clear:
+            return
+        found.append(Step(split, start, end, ratio, low, high, text))
+        search(start, split)
+        search(split, end)
+
+    search(0, len(logs))
+    return sorted(found)
+
+
+TREND_COLUMNS = SERIES + ["runs", "first", "last", "step_run", "step_started_at",
+                          "step_commit", "before_ms", "after_ms", "ratio", "low", "high",
+                          "verdict"]
+
+
+def trend(store, points=(), min_effect=statistics.MIN_EFFECT, **filters):
+    """Per point and machine, every clear step over its runs (a row per step; a row with no
+    step where none), from ``history``."""
+    table = history(store, points, **filters)
+    table = table[table["status"] == "ok"]
+    rows = []
+    for key, series in table.groupby(SERIES, sort=True):
+        series = series.sort_values(["started_at", "run_id"]).reset_index(drop=True)
+        logs = np.log(series["figure_ms"].astype(float).to_numpy())
+        base = dict(zip(SERIES, key), runs=len(series), first=series["started_at"].iloc[0],
+                    last=series["started_at"].iloc[-1])
+        found = steps(logs, min_effect)
+        if not found:
+            rows.append(base)
+        for step in found:
+            at = series.iloc[step.index]
+            before = series["figure_ms"].iloc[step.start:step.index]
+            after = series["figure_ms"].iloc[step.index:step.end]
+            rows.append(dict(base, step_run=at["run_id"], step_started_at=at["started_at"],
+                             step_commit=at["git_commit"], before_ms=float(before.median()),
+                             after_ms=float(after.median()), ratio=step.ratio, low=step.low,
+                             high=step.high, verdict=step.verdict))
+    return pd.DataFrame(rows, columns=TREND_COLUMNS)

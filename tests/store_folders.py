@@ -1,0 +1,41 @@
+"""Results folders as the workflow leaves them (shards and a run manifest), made of small real
+shards, for the tests of the results store."""
+import json
+import os
+
+from conftest import cell_rows
+from duel.cell import shard
+
+CELLS = (("pytorch", "eager"), ("tensorflow", "eager"))
+
+
+def results_folder(root, run_id, started_at, scale=1.0, machine="test-machine",
+                   model="gpt2", processes=2):
+    """``root``/results with a run's shards (two cells, ``processes`` replicates each, figures
+    times ``scale``) and its manifest (run id ``run_id``, successful); returns the folder."""
+    results = os.path.join(str(root), "results")
+    written = []
+    for framework, mode in CELLS:
+        for replicate in range(1, processes + 1):
+            rows = cell_rows(framework, mode, model, "duel",
+                             scale * (1.0 if framework == "pytorch" else 1.5)
+                             * (1.0 + 0.01 * replicate))
+            for row in rows:
+                row.update(replicate=replicate, started_at=started_at, hostname="test-host",
+                           git_commit="c0ffee" + run_id[-4:].replace("-", "0"))
+            relative = os.path.join("results", "shards", "current", "cpu", framework, mode,
+                                    "fp32", "inference", model, "r%d.parquet" % replicate)
+            path = os.path.join(str(root), relative)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            shard.write_shard(rows, path)
+            os.utime(path)
+            written.append(relative)
+    folder = os.path.join(results, "runs", run_id)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "manifest.json"), "w") as handle:
+        json.dump({"manifest_version": 1, "status": "success", "started_at": started_at,
+                   "ended_at": started_at, "git_commit": "c0ffee", "git_dirty": False,
+                   "machine": {"name": machine, "hostname": "test-host",
+                               "cpu_model": "Test CPU", "gpus": []},
+                   "planned_shards": written, "shards": written}, handle)
+    return results

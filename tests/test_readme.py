@@ -74,6 +74,19 @@ COMMANDS = {
         "a rebuild with today's locks (not run by the tests)",
     ".venv/bin/duel image build hf2019 cpu --local-base --wheel-cache "
     "~/.cache/duel-wheels/hf2019": OUT_OF_REACH["docker"],
+    ".venv/bin/duel runs": RUN,
+    ".venv/bin/duel history bert-base-cased/pytorch/eager/1x128 --machine lab-a": RUN,
+    ".venv/bin/duel trend": RUN,
+    ".venv/bin/duel compare RUN_A RUN_B --output DIR":
+        "a comparison of two stored runs (tests/test_store.py runs it)",
+    ".venv/bin/duel store add DIR --machine a100-node":
+        "an add of a folder made elsewhere (tests/test_store.py runs it)",
+    ".venv/bin/duel store rm RUN": "a removal (tests/test_store.py runs it)",
+    ".venv/bin/duel publish site": RUN,
+    ".venv/bin/duel store sql \"SELECT machine, count(*) AS runs FROM runs GROUP BY machine\"":
+        RUN,
+    ".venv/bin/duel store sql \"SELECT run_id, model, median FROM points WHERE batch_size = 1\"":
+        RUN,
     ".venv/bin/duel compare BASE NEW --output DIR":
         "a comparison of two runs (tests/test_compare.py runs it on two tiny runs)",
 }

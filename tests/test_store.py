@@ -241,3 +241,29 @@ def test_a_killed_run_is_kept_by_the_next_run(tmp_path):
     assert len(runs) == 2 and runs["run_id"].iloc[0] == first[0], runs
     assert runs["status"].tolist() == ["interrupted", "success"]
     assert (runs["points"] == 1).all()
+
+
+@pytest.mark.unit
+def test_an_older_duel_folder_is_migrated_on_the_way_in(tmp_path):
+    """Shards from before precision, replicates and manifests: stored in today's columns, as
+    one run named by its content."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    folder = tmp_path / "old" / "results" / "shards"
+    folder.mkdir(parents=True)
+    old = {"era": ["current"] * 2, "device": ["cpu"] * 2, "framework": ["pytorch"] * 2,
+           "mode": ["eager"] * 2, "task": ["inference"] * 2, "model": ["gpt2"] * 2,
+           "batch_size": [1, 1], "seq_len": [8, 64], "method": ["hf2019"] * 2,
+           "status": ["ok", "oom"], "samples": [[1.0, 1.1, 1.2, 1.0, 1.1], None],
+           "mean": [1.08, None], "median": [1.1, None], "n_samples": [5, None]}
+    pq.write_table(pa.table(old), str(folder / "gpt2.parquet"))
+    store = str(tmp_path / "store")
+    ((run_id, count),) = ingest.add_folder(store, str(tmp_path / "old"))
+    assert run_id.startswith(ingest.UNRECORDED) and count == 1
+    rows = questions.run_frame(store, run_id)
+    assert rows["precision"].tolist() == ["fp32"] * 2 and rows["replicate"].tolist() == [1, 1]
+    assert rows["method"].tolist() == ["timeit"] * 2
+    table = questions.history(store, [questions.parse_point("gpt2/pytorch/eager/1x8")],
+                              method="timeit")
+    assert table["figure_ms"].tolist() == [1.08]
+    assert questions.run_table(store)["status"].tolist() == ["unrecorded"]

@@ -36,6 +36,9 @@ try:
     )
 except planner.PlanError as error:
     raise WorkflowError(str(error))
+if MAIN_PROCESS:
+    for line in planner.lacking(config, CHECKOUT):
+        print(line, file=sys.stderr)
 
 # The workflow's own environment against its lock file: checked once, by the main invocation
 # (not again by each job's re-parse on a cluster node), before any job starts (host/plan/drift.py).
@@ -485,7 +488,9 @@ def store_runs():
     try:
         added = ingest.add_folder(config["store"], "results")
     except (archive.StoreError, OSError) as error:
-        print("store: %s: nothing added (%s)" % (config["store"], error), file=sys.stderr)
+        print(
+            "store: %s: nothing added (%s)" % (config["store"], error), file=sys.stderr
+        )
         return
     for run_id, count in added:
         print(

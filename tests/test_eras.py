@@ -15,11 +15,11 @@ TINY_LOCK = ("# requires-python: 3.7\n"
 
 
 @pytest.mark.unit
-def test_an_era_without_a_lock_file_is_named_with_the_known_eras():
+def test_an_era_not_in_the_registry_is_named_with_the_known_eras():
     with pytest.raises(eras.EraError) as error:
         eras.lock_file(REPO, "hf2020", "cpu")
     message = str(error.value)
-    assert "hf2020" in message and "envs/hf2020.txt" in message
+    assert "hf2020" in message and "envs/eras.yaml" in message
     assert "hf2019" in message and "current" in message
 
 

@@ -124,7 +124,7 @@ def test_gaps_are_marked_and_titles_name_hardware_and_era(drawn):
     assert "(MiB)" in memory
     eras = svg_text(folders["eras"], "cpu_fp32_inference_duel_tensorflow_function")
     assert "era hf2019 (TensorFlow 2.0.0)" in eras and "OOM" in eras
-    assert "Era hf2019 vs era current" in eras
+    assert "Eras hf2019, current" in eras
 
 
 def test_a_kind_this_run_cannot_show_says_why(tmp_path):

@@ -25,7 +25,7 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     assert workbook.sheetnames == [
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
         "current cpu PT eager timeit", "current cpu PT jit duel", "ratio PT-TF", "statistics", "noise",
-        "mode speed-up", "GFLOP per s", "cross-era", "deployment", "historical 2019",
+        "mode speed-up", "GFLOP per s", "cross-era", "timeline", "deployment", "historical 2019",
         "environment", "time"]
 
     long_rows = sheet_rows(workbook, "long")

@@ -140,7 +140,7 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu TF eager duel", "current cpu TF eager timeit",
         "current cpu TF func duel", "current cpu TF func timeit",
         "ratio PT-TF", "statistics", "noise", "mode speed-up", "GFLOP per s", "cross-era",
-        "deployment", "historical 2019", "environment", "time"]
+        "timeline", "deployment", "historical 2019", "environment", "time"]
     time_sheet = [list(r) for r in workbook["time"].iter_rows(values_only=True)]
     assert time_sheet[1] == ["part", "seconds", "share"]
     parts = {row[0]: row[1] for row in time_sheet[2:9]}

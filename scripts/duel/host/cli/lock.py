@@ -8,6 +8,7 @@ import tempfile
 
 from duel.cell import locks
 from duel.host.cli import command
+from duel.host.stacks import eras
 from install import uv_options
 
 DESCRIPTION = """Regenerate the project's lock files.
@@ -40,7 +41,9 @@ RESOLVED = [
     ("tests/data/envs/current-cpu-pytorch.txt", "tests/data/envs/current-cpu-pytorch.in",
      "envs/current-cpu.txt", False),
 ]
-HASHED = ["envs/current-cuda.txt", "envs/hf2019.txt", "envs/hf2019-cuda.txt"]
+# The eras' locks kept by hand: every lock of envs/eras.yaml that is not resolved above.
+HASHED = [lock for era in eras.registry(command.CHECKOUT).values()
+          for lock in era.locks.values() if lock not in [item[0] for item in RESOLVED]]
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)")
 
 

@@ -350,10 +350,20 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
         for device in config["devices"]
         for framework in config["frameworks"]
         for mode in config["modes"][framework]
+        if not era_envs.lacks(checkout, era, framework, mode, device)
         for precision in config.get("precisions", ["fp32"])
         for task in config.get("tasks", ["inference"])
         for model in config["models"]
     ]
+
+
+def lacking(config, checkout):
+    """A line per era, device and mode of the config that its era lacks (envs/eras.yaml):
+    plan_cells launches no cell of them."""
+    return ["%s: no cell planned" % reason
+            for era in config["eras"] for device in config["devices"]
+            for framework in config["frameworks"] for mode in config["modes"][framework]
+            for reason in [era_envs.lacks(checkout, era, framework, mode, device)] if reason]
 
 
 def max_replicates(config):

@@ -12,7 +12,8 @@ method), a panel per model:
   side, grouped by batch size and length, with the interval of each figure as an error bar;
 - ``length``: time per call against sequence length, a line per framework, mode and batch size;
 - ``modes``: speed-up of each graph mode over its framework's eager mode;
-- ``eras``: the 2019 stack against today's on the same cell and point;
+- ``eras``: the eras side by side (oldest first) on the same cell and point;
+- ``timeline``: each framework-mode's figure per point against the eras' dates;
 - ``memory``: peak memory of each point against sequence length;
 - ``gflops``: achieved GFLOP/s against sequence length;
 - ``deployment``: each framework's C/C++ runner beside the Python runs of the same graph (the
@@ -39,8 +40,9 @@ from matplotlib.patches import Patch  # noqa: E402
 from duel.cell import contract, modes  # noqa: E402
 
 from duel.host.render import chart_kinds  # noqa: E402
+from duel.host.stacks import eras  # noqa: E402
 from duel.host.tables import scopes, summary  # noqa: E402
-from duel.host.verdicts import comparisons, statistics  # noqa: E402
+from duel.host.verdicts import comparisons, statistics, timeline  # noqa: E402
 
 KINDS = chart_kinds.KINDS
 FORMATS = ("png", "svg")
@@ -71,7 +73,20 @@ COLOURS = {
 DEPLOYMENT_MODES = {mode.framework: tuple(reversed(modes.same_graph_in_python(mode)))
                     + (mode.name,)
                     for mode in modes.MODES if mode.kind == modes.DEPLOYED_CPP}
-ERA_COLOURS = {"hf2019": "#7f7f7f", "current": "#2ca02c"}
+def era_colour(era):
+    """An era's colour: the registry's eras (envs/eras.yaml) from grey (oldest) to green
+    (newest), so a new era falls in its place; one not in the registry is black."""
+    order = list(eras.registry())
+    if era not in order:
+        return "#000000"
+    if len(order) == 1:
+        return "#2ca02c"
+    grey, green = np.array([0x7f, 0x7f, 0x7f]), np.array([0x2c, 0xa0, 0x2c])
+    share = order.index(era) / float(len(order) - 1)
+    return "#%02x%02x%02x" % tuple(int(round(value)) for value in grey + share * (green - grey))
+
+
+
 MARKERS = ("o", "s", "^", "D", "v", "P")
 LINESTYLES = ("-", "--", ":", "-.")
 GAP_NOTE = ("Marked where the value would be: N/A = skipped (longer than the model's maximum, or "
@@ -359,31 +374,79 @@ def modes_charts(frame):
             reference=1.0)
 
 
-def eras_charts(frame, old="hf2019", new="current"):
-    """The 2019 stack against today's: a figure per cell kind (device, precision, task,
-    method, framework, mode), with the models that ran in both eras."""
+def eras_charts(frame):
+    """The eras side by side, oldest first: a figure per cell kind (device, precision, task,
+    method, framework, mode) that ran in several eras, with the models that ran in all of them."""
     keys = scopes.SCOPE[1:] + scopes.COMPARED
     for values, group in frame.groupby(keys, sort=False):
-        eras = set(group["era"])
-        if not {old, new} <= eras:
+        names = eras.in_time_order(group["era"].unique())
+        if len(names) < 2:
             continue
-        models_of = dict((era, set(rows["model"])) for era, rows in group.groupby("era"))
-        in_both = models_of.get(old, set()) & models_of.get(new, set())
-        group = group[group["era"].isin([old, new]) & group["model"].isin(in_both)]
+        models_of = [set(rows["model"]) for _, rows in group.groupby("era")]
+        in_all = set.intersection(*models_of)
+        group = group[group["model"].isin(in_all)]
         if group.empty:
             continue
         series = []
-        for era in (old, new):
+        for era in names:
             rows = group[group["era"] == era]
             series.append(Series("era %s (%s)" % (era, scopes.versions(rows)),
-                                 ERA_COLOURS[era], rows, None, None))
+                                 era_colour(era), rows, None, None))
         hardware = sorted(set(summary.hardware(rows) for _, rows in group.groupby("era")))
-        title = ("Era %s vs era %s: %s, %s %s %s, method %s (%s per call) | %s" % (
-            old, new, scopes.series_label(values[4], values[5]), values[0], values[1], values[2],
-            values[3], contract.reported_statistic(values[3]), "; ".join(hardware)))
+        title = ("Eras %s: %s, %s %s %s, method %s (%s per call) | %s" % (
+            ", ".join(names), scopes.series_label(values[4], values[5]), values[0], values[1],
+            values[2], values[3], contract.reported_statistic(values[3]), "; ".join(hardware)))
         ylabel = "%s time per call (ms, log)" % contract.reported_statistic(values[3])
         points = summary.point_order(group)
         yield scopes.file_stem(values), _bar_figure(group, series, points, title, ylabel)
+
+
+def timeline_charts(frame):
+    """Each framework-mode's figure per point against the eras' dates, with its interval over
+    the processes: a figure per model and scope (device, precision, task, method) that ran in
+    several eras, an axes per point."""
+    table = timeline.medians(frame)
+    table = table[(table["status"] == "ok") & table["era_date"].notna()]
+    for values, group in table.groupby(["device", "precision", "task", "method", "model"],
+                                       sort=False):
+        if group["era"].nunique() < 2:
+            continue
+        points = summary.point_order(group)
+        columns = min(3, len(points))
+        rows = (len(points) + columns - 1) // columns
+        figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns + 2.4, 3.2 * rows + 1.2),
+                                    squeeze=False, sharex=True)
+        dates = sorted(set(group["era_date"]))
+        when = dict((date, np.datetime64(date)) for date in dates)
+        for axis, point in zip(axes.flat, points):
+            rows_of_point = group[group["point"] == point]
+            for (framework, mode), line in rows_of_point.groupby(["framework", "mode"]):
+                line = line.sort_values("era_date")
+                x = [when[date] for date in line["era_date"]]
+                y = line["figure_ms"].astype(float).to_numpy()
+                low = line["low_ms"].astype(float).to_numpy()
+                high = line["high_ms"].astype(float).to_numpy()
+                error = np.vstack([np.where(np.isnan(low), 0, y - low),
+                                   np.where(np.isnan(high), 0, high - y)])
+                axis.errorbar(x, y, yerr=error, color=_colour(framework, mode), marker="o",
+                              capsize=3, label=scopes.series_label(framework, mode))
+            _plain_log_axis(axis)
+            axis.set_title(point, fontsize=9)
+            axis.set_xticks([when[date] for date in dates])
+            axis.set_xticklabels([date[:4] for date in dates])
+        for axis in list(axes.flat)[len(points):]:
+            axis.set_visible(False)
+        names = eras.in_time_order(group["era"].unique())
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="center right", fontsize=8)
+        figure.supylabel("%s time per call (ms, log)" % contract.reported_statistic(values[3]))
+        figure.supxlabel("era release date: %s" % ", ".join(
+            "%s %s" % (name, eras.registry()[name].date) if name in eras.registry() else name
+            for name in names), fontsize=8)
+        _title(figure, "%s over the eras: %s %s %s, method %s; bars: 95%% interval over the "
+               "processes" % (values[4], values[0], values[1], values[2], values[3]))
+        figure.tight_layout(rect=(0, 0, 0.82, 0.93))
+        yield scopes.file_stem(values[:4] + (values[4],)), figure
 
 
 def memory_charts(frame):
@@ -547,8 +610,10 @@ EMPTY = {
     "deployment": ("No deployment mode", "This run has no C/C++ deployment mode (jitcpp, "
                    "savedcpp): add them to config key 'modes', beside jitpy / savedpy or "
                    "torchscript / function, to see what Python costs."),
-    "eras": ("One era only", "This run has no cell in both eras hf2019 and current: add "
+    "eras": ("One era only", "This run has no cell in two eras: add e.g. "
              "'eras: [hf2019, current]' to compare the 2019 stack with today's."),
+    "timeline": ("One era only", "This run has no cell in two eras: the timeline needs "
+                 "several (config/timeline.yaml runs four)."),
 }
 
 
@@ -561,6 +626,7 @@ def charts(kind, frame, ratios):
         "length": length_charts,
         "modes": modes_charts,
         "eras": eras_charts,
+        "timeline": timeline_charts,
         "memory": memory_charts,
         "gflops": gflops_charts,
         "noise": noise_charts,

@@ -15,7 +15,10 @@ Sheets:
 - ``mode speed-up``: eager time / mode time per framework (> 1: the mode is faster).
 - ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time), with the
   hardware's nominal peak and the share of it (peaks.py).
-- ``cross-era``: current time / hf2019 time for the same cell and point (< 1: today faster).
+- ``cross-era``: each later era's time / the oldest's for the same cell and point (< 1:
+  the later stack faster).
+- ``timeline``: every era by its date: figures, PyTorch / TensorFlow per era, what got faster
+  from the oldest era to the newest, and the published claims beside this run.
 - ``deployment``: what Python costs (Python time / C/C++ time of the same graph), PyTorch
   deployed vs TensorFlow deployed, and each deployment mode's load time, artifact size, export
   time and peak RSS.
@@ -38,7 +41,7 @@ from duel.cell import contract
 from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 
 from duel.host.tables import breakdown, history, scopes, summary
-from duel.host.verdicts import comparisons, statistics
+from duel.host.verdicts import comparisons, statistics, timeline
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
@@ -170,6 +173,42 @@ def write_ratios(workbook, frame, points):
         points, "(this run has no cell of both frameworks)")
 
 
+def _write_frame(sheet, table, empty):
+    """A DataFrame as a header row and rows, or ``empty`` in its place."""
+    if table.empty:
+        _append(sheet, [empty])
+        return
+    _append(sheet, list(table.columns), bold=True)
+    for row in table.itertuples(index=False):
+        _append(sheet, [None if not isinstance(value, str) and pd.isna(value) else value
+                        for value in row], number_format=RATIO_FORMAT)
+
+
+def write_timeline(workbook, frame, min_effect=statistics.MIN_EFFECT):
+    """The eras against their dates (verdicts/timeline.py): figures, framework ratios, what got
+    faster from the oldest era to the newest, and the published claims beside this run."""
+    sheet = workbook.create_sheet("timeline")
+    _append(sheet, ["The same points in every era of this run, oldest first (dates: "
+                    "envs/eras.yaml). Intervals: 95%, Student's or Welch's t over the processes. "
+                    + statistics.CLEAR_MEANING], bold=True)
+    several = frame["era"].nunique() > 1
+    parts = [
+        ("Each era's figure per point (ms)", timeline.medians(frame)),
+        ("PyTorch / TensorFlow per point and era (< 1: PyTorch faster)",
+         timeline.framework_ratios(frame, min_effect)),
+        ("What got faster: newest era's time / oldest era's (< 1: faster today)",
+         timeline.speedups(frame, min_effect) if several else pd.DataFrame()),
+        ("Published claims, and this machine in the same era (the hardware differs: compare "
+         "directions, not seconds)", timeline.claims(frame, min_effect)),
+    ]
+    for title, table in parts:
+        _append(sheet, [])
+        _append(sheet, [title], bold=True)
+        _write_frame(sheet, table, "(this run has one era: nothing to compare across eras)"
+                     if not several else "(none in this run)")
+    _widen_first_column(sheet, 10)
+
+
 def write_statistics(workbook, frame, min_effect=statistics.MIN_EFFECT):
     sheet = workbook.create_sheet("statistics")
     _append(sheet, [statistics.method_text(min_effect)], bold=True)
@@ -252,14 +291,15 @@ def write_mode_speedups(workbook, frame, points):
 def write_cross_era(workbook, frame, points):
     write_comparison(
         workbook, "cross-era",
-        "Era current time / era hf2019 time, same device, framework, mode, precision, task, "
-        "method, model and point (< 1: today's stack faster); N/A where either point is not ok",
+        "Each later era's time / the oldest era's time, same device, framework, mode, "
+        "precision, task, method, model and point (< 1: the later stack faster); N/A where "
+        "either point is not ok",
         comparisons.cross_era(frame),
-        ["device", "framework", "mode", "precision", "task", "method"],
-        lambda keys, group: "%s %s %s %s %s, method %s: %s %s / %s" % (
-            keys["framework"], keys["mode"], keys["precision"], keys["task"], keys["device"],
-            keys["method"], keys["framework"], group["framework_version_current"].iloc[0],
-            group["framework_version_hf2019"].iloc[0]),
+        ["era_new", "era_old", "device", "framework", "mode", "precision", "task", "method"],
+        lambda keys, group: "era %s / era %s: %s %s %s %s %s, method %s: %s %s / %s" % (
+            keys["era_new"], keys["era_old"], keys["framework"], keys["mode"],
+            keys["precision"], keys["task"], keys["device"], keys["method"], keys["framework"],
+            group["framework_version_new"].iloc[0], group["framework_version_old"].iloc[0]),
         points, "(this run has no cell in both eras)")
 
 
@@ -363,7 +403,9 @@ def write_about(sheet, sheet_names):
         ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],
         ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "
                         "share of the hardware's nominal peak where known"],
-        ["cross-era", "era current / era hf2019 time per point (< 1: today faster)"],
+        ["cross-era", "each later era / the oldest era's time per point (< 1: later faster)"],
+        ["timeline", "every era's figures by date, PyTorch/TensorFlow per era, what got faster "
+                     "since the oldest era, and the published claims beside this run"],
         ["deployment", "Python time / C/C++ time of the same graph (> 1: C/C++ faster), "
                        "PyTorch / TensorFlow deployed, and load time, artifact size, export "
                        "time and peak RSS of each deployment mode"],
@@ -421,6 +463,7 @@ def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=N
     write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
+    write_timeline(workbook, frame, min_effect)
     write_deployment(workbook, frame, points)
     write_historical(workbook, frame)
     write_environment(workbook, long_frame)

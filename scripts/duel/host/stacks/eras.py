@@ -1,7 +1,8 @@
 """Eras: pinned software stacks, and the virtual environments the workflow builds for them.
 
-An era is named by its lock file in envs/: ``envs/<era>-<device>.txt`` or ``envs/<era>.txt``,
-every package pinned, and a ``# requires-python: X.Y`` line. Era ``current`` is the workflow's own
+Every era is one entry of envs/eras.yaml (REGISTRY): its date, Python, lock file per device,
+image per device and the modes it lacks; ``registry`` reads it, and everything that names an era
+asks it. A lock file pins every package and has a ``# requires-python: X.Y`` line. Era ``current`` is the workflow's own
 environment (installed by scripts/setup.sh from envs/current-cpu.txt); every other era gets a
 virtual environment built from its lock file, once, and reused:
 
@@ -22,6 +23,7 @@ Builds go through ``ensure_env``: one builder per environment at a time (a lock 
 so two runs that share ``era_envs_dir`` wait for each other instead of removing each other's
 half-built environment, and the second reuses what the first built.
 """
+import collections
 import datetime
 import fcntl
 import functools
@@ -32,6 +34,8 @@ import re
 import shutil
 import subprocess
 import sys
+
+import yaml
 
 from duel.cell import files, locks
 from duel.cell.files import file_sha256  # noqa: F401  (callers read a lock's hash from here)
@@ -83,24 +87,80 @@ def workflow_env_mismatches(lock):
     such as torch's +cpu aside); empty when the workflow's own environment is that lock's."""
     return list(_mismatches(lock, file_sha256(lock)))
 MARKER = "duel-env.json"
+REGISTRY = os.path.join("envs", "eras.yaml")
+# The checkout this code is part of: whose registry the tables and charts read.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))))
+Era = collections.namedtuple("Era", "name date label python locks images lacks")
 
 
 class EraError(ValueError):
     """An era that cannot be planned or built here; the message says what to do."""
 
 
+def registry(checkout=CHECKOUT):
+    """{name: Era} of envs/eras.yaml, oldest first; {} for a checkout from before it (its eras
+    are then found by their lock files' names alone)."""
+    path = os.path.join(checkout, REGISTRY)
+    if not os.path.isfile(path):
+        return collections.OrderedDict()
+    return _registry(path, os.path.getmtime(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _registry(path, mtime):
+    with open(path) as handle:
+        entries = (yaml.safe_load(handle) or {}).get("eras") or {}
+    eras = [Era(name, str(entry["date"]), entry.get("label") or name, str(entry["python"]),
+                dict(entry.get("locks") or {}), dict(entry.get("images") or {}),
+                tuple(entry.get("lacks") or ())) for name, entry in entries.items()]
+    return collections.OrderedDict((era.name, era) for era in sorted(eras, key=lambda e: e.date))
+
+
+def in_time_order(names, checkout=CHECKOUT):
+    """``names`` of eras oldest first (by their registry dates; unknown ones last, by name)."""
+    order = list(registry(checkout))
+    return sorted(set(names), key=lambda name: (order.index(name) if name in order
+                                                else len(order), name))
+
+
+def lacks(checkout, era, framework, mode, device):
+    """Why ``era`` cannot run ``framework``'s ``mode`` on ``device`` at all, or None."""
+    entry = registry(checkout).get(era)
+    for lack in (entry.lacks if entry else ()):
+        if (lack["framework"], lack["mode"]) == (framework, mode) and \
+                lack.get("device", device) == device:
+            return "era %s lacks %s %s%s (%s)" % (
+                era, framework, mode, " on %s" % device if "device" in lack else "", REGISTRY)
+    return None
+
+
 def lock_file(checkout, era, device):
-    """The era's lock file: envs/<era>-<device>.txt, else envs/<era>.txt."""
+    """The era's lock file on ``device`` (envs/eras.yaml; in a checkout from before it,
+    envs/<era>-<device>.txt, else envs/<era>.txt)."""
+    known = registry(checkout)
+    if known:
+        entry = known.get(era)
+        if entry is None:
+            raise EraError("config key 'eras': era %r is not in %s; its eras: %s"
+                           % (era, REGISTRY, ", ".join(known)))
+        if device not in entry.locks:
+            raise EraError("era %s has no lock file for device %s in %s (it has: %s)"
+                           % (era, device, REGISTRY, ", ".join(entry.locks) or "none"))
+        path = os.path.join(checkout, entry.locks[device])
+        if not os.path.isfile(path):
+            raise EraError("era %s: its lock file %s (%s) is missing" % (era, path, REGISTRY))
+        return path
     candidates = [os.path.join(checkout, "envs", "%s-%s.txt" % (era, device)),
                   os.path.join(checkout, "envs", "%s.txt" % era)]
     for path in candidates:
         if os.path.isfile(path):
             return path
-    known = sorted({re.sub(r"-(cpu|cuda)$", "", os.path.basename(path)[:-4])
+    found = sorted({re.sub(r"-(cpu|cuda)$", "", os.path.basename(path)[:-4])
                     for path in glob.glob(os.path.join(checkout, "envs", "*.txt"))
                     if locks.required_python(path)})  # not the tools' layered locks
     raise EraError("config key 'eras': era %r has no lock file (%s); eras with one: %s"
-                   % (era, " or ".join(candidates), ", ".join(known)))
+                   % (era, " or ".join(candidates), ", ".join(found)))
 
 
 def required_python(lock):

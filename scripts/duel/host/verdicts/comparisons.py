@@ -2,12 +2,15 @@
 
 Every comparison in the reports is one of these: PyTorch vs TensorFlow (same era, device,
 precision, task, method, model and input), each mode vs eager (same framework and everything
-else), today's era vs 2019's (same cell and input). A pair where either point is not ok has no
+else), each later era vs the oldest (same cell and input). A pair where either point is not ok has no
 ratio (N/A), never a dropped row.
 """
+import re
+
 import pandas as pd
 
 from duel.cell import modes
+from duel.host.stacks import eras
 from duel.host.tables import scopes, summary
 
 SIDE = ["reported_ms", "status", "framework_version", "mode"]
@@ -63,11 +66,24 @@ def mode_speedups(frame):
     return pd.concat(pairs, ignore_index=True)
 
 
-def cross_era(frame, old="hf2019", new="current"):
-    """Same cell and point in two eras: new time / old time (< 1: the new era faster)."""
+def cross_era(frame):
+    """Same cell and point in each later era and the oldest of the frame (envs/eras.yaml's
+    order): new time / old time (< 1: the newer era faster); ``era_new``, ``era_old`` name
+    them, and each side's columns end in ``_new`` / ``_old``."""
     on = [key for key in scopes.TABLE_KEYS if key != "era"] + scopes.MODEL_INPUT
-    pairs = pair_up(frame, "era", new, old, on)
-    return pairs
+    names = eras.in_time_order(frame["era"].unique()) if len(frame) else []
+    tables = []
+    for new in names[1:]:
+        pairs = pair_up(frame, "era", new, names[0], on)
+        pairs = pairs.rename(columns=lambda name: re.sub(
+            "_(%s|%s)$" % (re.escape(new), re.escape(names[0])),
+            lambda match: "_new" if match.group(1) == new else "_old", name))
+        pairs.insert(0, "era_new", new)
+        pairs.insert(1, "era_old", names[0])
+        tables.append(pairs)
+    if not tables:
+        return pd.DataFrame(columns=["era_new", "era_old"] + on + ["ratio"])
+    return pd.concat(tables, ignore_index=True)
 
 
 # The deployment view: each C/C++ mode against the in-process Python run of the same graph

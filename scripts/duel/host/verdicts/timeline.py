@@ -1,0 +1,169 @@
+"""The timeline: the same points in every era of a run, against the eras' dates.
+
+Three tables, each judged like every other comparison (statistics.judge: Welch's t over the
+processes, the same minimum effect):
+
+- ``medians``: each era's figure per framework, mode and point, with Student's t interval over
+  its processes, beside the era's date (envs/eras.yaml);
+- ``framework_ratios``: the PyTorch / TensorFlow ratio per point in each era, with its verdict;
+- ``speedups``: what got faster: per framework, mode and point, the newest era's time / the
+  oldest's, with its interval and verdict (< 1: faster today).
+
+``claims`` holds this machine's findings against what the 2019 and 2021 studies published
+(tables/history.py), era by era.
+"""
+import numpy as np
+import pandas as pd
+
+from duel.cell import contract
+
+from duel.host.stacks import eras
+from duel.host.tables import history, scopes
+from duel.host.verdicts import statistics
+
+KEYS = ["device", "precision", "task", "method", "framework", "mode", "model", "batch_size",
+        "seq_len", "point"]
+
+
+def _dated(table):
+    known = eras.registry()
+    table.insert(1, "era_date", [known[era].date if era in known else None
+                                 for era in table["era"]])
+    return table
+
+
+def in_era_order(table):
+    order = eras.in_time_order(table["era"].unique()) if len(table) else []
+    table = table.copy()
+    table["era_order"] = [order.index(era) for era in table["era"]]
+    return table.sort_values(["era_order"] + [key for key in KEYS if key in table.columns],
+                             kind="stable").drop(columns="era_order").reset_index(drop=True)
+
+
+MEDIAN_COLUMNS = ["era", "era_date", "framework_version"] + KEYS + [
+    "status", "figure_ms", "low_ms", "high_ms", "processes"]
+
+
+def medians(frame):
+    """Each era's figure per point, with its interval over processes (none with one)."""
+    table = scopes.prepared(frame)
+    rows = []
+    for _, row in table.iterrows():
+        figures = row["replicate_figures"] if row["status"] == "ok" else None
+        interval = statistics.figure_interval(figures) if figures is not None and \
+            len(figures) else None
+        rows.append(dict(
+            [(key, row[key]) for key in ["era", "framework_version"] + KEYS],
+            status=row["status"], figure_ms=row["reported_ms"],
+            low_ms=interval[0] if interval else None, high_ms=interval[1] if interval else None,
+            processes=int(row["replicates"] or 0)))
+    if not rows:
+        return pd.DataFrame(columns=MEDIAN_COLUMNS)
+    return _dated(in_era_order(pd.DataFrame(rows)))[MEDIAN_COLUMNS]
+
+
+def framework_ratios(frame, min_effect=statistics.MIN_EFFECT):
+    """The PyTorch / TensorFlow ratio of every point in every era, with its verdict."""
+    ratios = statistics.point_ratios(frame, min_effect=min_effect)
+    if ratios.empty:
+        return ratios
+    return _dated(in_era_order(ratios))
+
+
+SPEEDUP_COLUMNS = ["era_new", "era_old", "version_new", "version_old"] + KEYS + [
+    "new_ms", "old_ms", "ratio", "ci_low", "ci_high", "clear", "verdict"]
+
+
+def speedups(frame, min_effect=statistics.MIN_EFFECT):
+    """Per framework, mode and point: newest era's time / oldest era's (< 1: faster today),
+    judged as every comparison is."""
+    table = scopes.prepared(frame)
+    names = eras.in_time_order(table["era"].unique()) if len(table) else []
+    if len(names) < 2:
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    old, new = names[0], names[-1]
+    on = [key for key in KEYS if key != "point"]
+    pairs = table[table["era"] == new].merge(table[table["era"] == old], on=on,
+                                             suffixes=("_new", "_old"))
+    rows = []
+    for _, pair in pairs.iterrows():
+        top = statistics.Side(pair["status_new"], pair["reported_ms_new"],
+                              pair["n_samples_new"] or 0, pair["replicate_samples_new"])
+        bottom = statistics.Side(pair["status_old"], pair["reported_ms_old"],
+                                 pair["n_samples_old"] or 0, pair["replicate_samples_old"])
+        judged = statistics.judge(top, bottom, contract.reported_statistic(pair["method"]),
+                                  min_effect, "faster today", "slower today")
+        rows.append(dict([(key, pair[key]) for key in on], point=pair["point_new"],
+                         era_new=new, era_old=old, version_new=pair["framework_version_new"],
+                         version_old=pair["framework_version_old"],
+                         new_ms=pair["reported_ms_new"], old_ms=pair["reported_ms_old"],
+                         ratio=judged.ratio, ci_low=judged.ci_low, ci_high=judged.ci_high,
+                         clear=statistics.CLEAR_WORDS[judged.clear],
+                         verdict=judged.verdict or "not ok in an era"))
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
+
+
+CLAIM_COLUMNS = ["source", "era", "claim", "published", "this_machine", "finding",
+                 "hardware_then", "hardware_here"]
+
+
+def _geomean(values):
+    values = np.asarray([float(value) for value in values if value is not None and
+                         not pd.isna(value)])
+    return float(np.exp(np.log(values).mean())) if values.size else None
+
+
+def claims(frame, min_effect=statistics.MIN_EFFECT):
+    """Each published claim beside what this run finds in the same era and device."""
+    table = scopes.prepared(frame)
+    ratios = statistics.point_ratios(frame, min_effect=min_effect) if len(table) else None
+    hardware_here = "; ".join(sorted(set(
+        "%s, %s threads" % (row["cpu_model"], row["threads"])
+        for _, row in table[table["device"] == "cpu"].iterrows()))) if len(table) else ""
+    rows = []
+    for claim in history.CLAIMS:
+        found = _finding(claim, table, ratios, min_effect)
+        rows.append(dict(source=claim.source, era=claim.era, claim=claim.claim,
+                         published=claim.published, this_machine=found[0], finding=found[1],
+                         hardware_then=claim.hardware, hardware_here=hardware_here))
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+def _finding(claim, table, ratios, min_effect):
+    """(what this run measured, whether it agrees) for one claim."""
+    if claim.kind == "frameworks":
+        if ratios is None or ratios.empty:
+            return "not in this run", "n/a"
+        chosen = ratios[(ratios["era"] == claim.era) & (ratios["device"] == "cpu")
+                        & (ratios["mode_pt"] == claim.modes[0])
+                        & (ratios["mode_tf"] == claim.modes[1])]
+        if claim.models:
+            chosen = chosen[chosen["model"].isin(claim.models)]
+        if chosen.empty:
+            return ("PyTorch %s vs TensorFlow %s in era %s not in this run"
+                    % (claim.modes + (claim.era,)), "n/a")
+        geomean = _geomean(chosen["ratio"])
+        pt, tf = ((chosen["verdict"] == name).sum() for name in
+                  ("PyTorch faster", "TensorFlow faster"))
+        text = ("PyTorch %s / TensorFlow %s, geometric mean %.2f over %d points (%s); "
+                "PyTorch clearly faster at %d, TensorFlow at %d"
+                % (claim.modes[0], claim.modes[1], geomean, len(chosen),
+                   ", ".join(sorted(chosen["model"].unique())), pt, tf))
+        agrees = "agrees" if pt > tf and geomean < 1 else (
+            "disagrees" if tf > pt and geomean > 1 else "not clear")
+        return text, agrees
+    # kind "modes": a graph mode's speed-up over eager, same framework and era
+    framework, mode = claim.modes
+    era = table[(table["era"] == claim.era) & (table["device"] == "cpu")
+                & (table["framework"] == framework) & (table["status"] == "ok")]
+    on = ["model", "batch_size", "seq_len", "precision", "task", "method"]
+    pairs = era[era["mode"] == "eager"].merge(era[era["mode"] == mode], on=on,
+                                              suffixes=("_eager", "_mode"))
+    if pairs.empty:
+        return "%s %s and eager in era %s not in this run" % (framework, mode, claim.era), "n/a"
+    speedup = _geomean(pairs["reported_ms_eager"].astype(float)
+                       / pairs["reported_ms_mode"].astype(float))
+    text = ("%s %s over eager: geometric-mean speed-up %.2fx over %d points (%s)"
+            % (framework, mode, speedup, len(pairs), ", ".join(sorted(pairs["model"].unique()))))
+    return text, "agrees" if speedup > 1 + min_effect else (
+        "disagrees" if speedup < 1 / (1 + min_effect) else "not clear")

@@ -10,6 +10,7 @@ import yaml
 
 from conftest import REPO
 from duel.cell import locks
+from duel.host.stacks import eras
 
 pytestmark = pytest.mark.unit
 
@@ -215,7 +216,10 @@ LOCK_FILES = sorted(name[:-len(".txt")] for name in os.listdir(os.path.join(REPO
 
 
 def test_every_era_and_device_has_a_lock_file():
-    assert LOCK_FILES == ["current-cpu", "current-cuda", "hf2019", "hf2019-cuda"]
+    """Each lock of envs/eras.yaml, and only those, is an era's lock (with its conda twin)."""
+    declared = sorted(os.path.basename(lock)[:-len(".txt")]
+                      for era in eras.registry(REPO).values() for lock in era.locks.values())
+    assert LOCK_FILES == declared and "current-cpu" in declared and "hf2019" in declared
 
 
 @pytest.mark.parametrize("era", LOCK_FILES)

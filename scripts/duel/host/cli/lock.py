@@ -139,11 +139,29 @@ def rehash_lock(uv, uv_env, options, lock):
         handle.write("\n".join(lines) + "\n")
 
 
+CONDA_ENV = """# Era "{era}" as a conda environment, for `snakemake --sdm conda`.
+# The same pins as {lock} (duel lock writes them; tests/test_code_rules.py keeps them equal).
+channels:
+  - conda-forge
+  - nodefaults
+dependencies:
+  - python={python}
+  - pip
+  - pip:
+"""
+
+
 def write_conda_env(lock):
-    """envs/<name>.yaml (for ``snakemake --sdm conda``) lists the pins of envs/<name>.txt."""
+    """envs/<name>.yaml (for ``snakemake --sdm conda``) lists the pins of envs/<name>.txt; an
+    era's (envs/eras.yaml) is made where it is missing."""
     path = os.path.join(command.CHECKOUT, os.path.splitext(lock)[0] + ".yaml")
+    era = [entry for entry in eras.registry(command.CHECKOUT).values()
+           if lock in entry.locks.values()]
     if not os.path.isfile(path):
-        return
+        if not era:
+            return
+        with open(path, "w") as handle:
+            handle.write(CONDA_ENV.format(era=era[0].name, lock=lock, python=era[0].python))
     with open(os.path.join(command.CHECKOUT, lock)) as handle:
         pins = [match.group(0) for match in map(PIN.match, handle) if match]
     with open(path) as handle:

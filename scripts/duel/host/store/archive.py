@@ -182,6 +182,7 @@ def connect(store):
     point, process and attempt of every run): SQL over the whole store."""
     version(store)
     connection = duckdb.connect()
+    connection.execute("SET enable_progress_bar = false")  # answers go to pipes and files
     for view, pattern in (("runs", RUN_FILE), ("points", POINTS_GLOB)):
         found = glob.glob(os.path.join(store, RUNS, "*", pattern))
         if found:

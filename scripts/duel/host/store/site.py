@@ -8,6 +8,7 @@ Pages, every link relative:
     scope/<scope>.html         per scope (era, device, precision, task, method): the PyTorch /
                                TensorFlow verdict of each run per pair of modes (geometric-mean
                                ratio, points each framework clearly wins: statistics.pair_summary)
+                               in a table, and the ratio over the runs in a chart
     model/<model>.html         per model, machine and scope: a trend chart (one axes per batch x
                                length point, a line per framework and mode, the run's figure
                                against its start time, its interval as a band) and the latest
@@ -21,14 +22,18 @@ library, already locked; text stays text in the SVG).
 
 Why verdicts for the latest runs only: judging a run takes its samples and tens of milliseconds,
 so a store of a thousand runs would take minutes; the latest VERDICT_RUNS runs are judged (each
-once, its rows read in one query) and every page says how many that is. The trend charts and
-tables cover every run, from the store's per-run figures (questions.history).
+once, only the columns a verdict needs read, in other processes while this one draws the trends)
+and every page says how many that is. The trend charts and tables cover every run, from the
+store's per-run figures (questions.history).
 """
 import datetime
 import html
+import multiprocessing
 import os
 import re
 import shutil
+import warnings
+from concurrent import futures
 
 import matplotlib
 
@@ -40,22 +45,26 @@ from matplotlib import dates as mdates  # noqa: E402
 from matplotlib import pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from duel.cell import contract  # noqa: E402
+
 from duel.host.render import pages, plots  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
 from duel.host.tables import replicates, scopes, summary  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
 
 VERDICT_RUNS = 200
+JUDGES = 4  # processes judging runs at most
+MARKED_RUNS = 60  # a line over more runs has no markers (they would hide it, and bloat the SVG)
 MACHINE_GROUPS = 3  # groups of runs differing only by machine shown, latest first
 MARKER = ".duel-site"  # in every folder publish wrote: only such a folder is replaced
 RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
                "lock_sha256", "points", "processes", "headline"]
 # The columns a run's verdict needs: its points' identity, status and samples (summary.py's
 # point table over these alone is the same for the verdict, and a fraction of the work).
-VERDICT_COLUMNS = (scopes.SCOPE + ["model", "framework", "mode", "batch_size", "seq_len",
-                                   "replicate", "attempt", "counted", "status", "message",
-                                   "samples", "n_samples", "median", "mean", "framework_version",
-                                   "achieved_gflops"])
+VERDICT_COLUMNS = list(dict.fromkeys(
+    scopes.SCOPE + ["model", "framework", "mode", "batch_size", "seq_len", "replicate", "attempt",
+                    "counted", "status", "message", "samples", "framework_version",
+                    "achieved_gflops"] + list(replicates.SAMPLE_STATISTICS)))
 SAME_RUN = ["eras", "devices", "git_commit", "lock_sha256"]  # runs alike but for the machine
 STYLE = pages.STYLE + """
 a { color: #1f4e9a; }
@@ -64,7 +73,10 @@ td.pytorch { background: #cfe0f5; }
 td.tensorflow { background: #f8d3c4; }
 img { max-width: 100%; border: 1px solid #ddd; }
 p.note { color: #555; }
+td { white-space: nowrap; }
+td.wrap { white-space: normal; }
 """
+UNNAMED = "unnamed-machine"  # a run that recorded neither a machine nor a hostname
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -81,15 +93,20 @@ def _link(href, text):
     return '<a href="%s">%s</a>' % (html.escape(href, quote=True), _e(text))
 
 
-def _table(header, rows, classes=None):
-    """An HTML table of cells given as HTML already (``_e`` them); ``classes`` per row."""
-    out = ["<table><tr>%s</tr>" % "".join("<th>%s</th>" % _e(name) for name in header)]
+def _table(header, rows, classes=None, wrap=()):
+    """An HTML table of cells given as HTML already (``_e`` them); ``classes`` per row and
+    cell; the columns named in ``wrap`` break their lines (the others do not)."""
+    first = rows[0] if rows else [""] * len(header)
+    out = ["<table><tr>%s</tr>" % "".join(
+        '<th class="%s">%s</th>' % ("num" if _numeric(cell) else "text", _e(name))
+        for name, cell in zip(header, first))]
     for index, row in enumerate(rows):
         extra = classes[index] if classes else [""] * len(row)
-        out.append("<tr>%s</tr>" % "".join(
-            '<td class="%s">%s</td>' % (" ".join(("text" if not _numeric(cell) else "num",
-                                                  css)).strip(), cell)
-            for cell, css in zip(row, extra)))
+        cells = []
+        for name, cell, css in zip(header, row, extra):
+            words = ["num" if _numeric(cell) else "text", "wrap" if name in wrap else "", css]
+            cells.append('<td class="%s">%s</td>' % (" ".join(w for w in words if w), cell))
+        out.append("<tr>%s</tr>" % "".join(cells))
     out.append("</table>")
     return "\n".join(out)
 
@@ -98,12 +115,13 @@ def _numeric(cell):
     return bool(re.match(r"^-?[0-9.][0-9.e+-]*$", cell or ""))
 
 
-def _page(title, body, depth=0):
-    """A whole page: a link home (``depth`` folders below the index), the title, ``body``."""
-    home = "../" * depth + "index.html"
+def _page(title, body, depth=None):
+    """A whole page: a link home (``depth`` folders below the index; None: the index), the
+    title, ``body``."""
+    home = _link("../" * depth + "index.html", "All runs") if depth is not None else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
             "<style>%s</style></head><body><nav>%s</nav><h1>%s</h1>\n%s\n</body></html>\n"
-            % (html.escape(title), STYLE, _link(home, "All runs"), html.escape(title), body))
+            % (html.escape(title), STYLE, home, html.escape(title), body))
 
 
 def _write(path, text):
@@ -126,16 +144,18 @@ def _short(commit):
 
 
 def _when(started):
-    """'2026-12-03 08:15 UTC' from a run's ISO start time."""
-    stamp = pd.to_datetime(started, utc=True, errors="coerce")
-    return "" if pd.isna(stamp) else stamp.strftime("%Y-%m-%d %H:%M UTC")
+    """'2026-12-03 08:15 UTC' from a run's ISO start time (or a column of them)."""
+    stamps = pd.to_datetime(pd.Series(started), utc=True, errors="coerce", format="ISO8601")
+    text = stamps.dt.strftime("%Y-%m-%d %H:%M UTC").fillna("")
+    return text if isinstance(started, pd.Series) else text.iloc[0]
 
 
 def run_verdicts(store, run_ids):
     """Per run of ``run_ids``: statistics.pair_summary of its rows, each run judged once (a
-    frame with run_id; empty where none can be paired)."""
+    frame with run_id), and {run id: why not} for the runs that could not be judged."""
+    failed = {}
     if not len(run_ids):
-        return pd.DataFrame()
+        return pd.DataFrame(), failed
     present = set(archive.query(store, "SELECT * FROM points LIMIT 0").columns)
     columns = [name for name in VERDICT_COLUMNS if name in present]
     rows = archive.query(store, "SELECT run_id, %s FROM points WHERE list_contains(?, run_id)"
@@ -147,11 +167,35 @@ def run_verdicts(store, run_ids):
         try:
             ratios = statistics.point_ratios(summary.with_reported(frame))
             pairs = statistics.pair_summary(ratios)
-        except Exception:  # a run whose rows cannot be paired has no verdict, as its headline
+        except Exception as error:  # such a run has no verdict, as its headline says
+            failed[run_id] = contract.error_line(error)
             continue
         pairs.insert(0, "run_id", run_id)
         found.append(pairs)
-    return pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+    return (pd.concat(found, ignore_index=True) if found else pd.DataFrame()), failed
+
+
+def start_judging(store, run_ids):
+    """Judge ``run_ids`` (run_verdicts) in other processes while this one draws the trends: a
+    function that waits for them and returns (verdicts, failed). One process less than the
+    CPUs (at least one, at most JUDGES), each a share of the runs, while this one draws.
+    Spawned, as DuckDB's threads do not survive a fork."""
+    if not len(run_ids):
+        return lambda: run_verdicts(store, [])
+    count = max(1, min(JUDGES, (os.cpu_count() or 1) - 1, len(run_ids)))
+    pool = futures.ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+    shares = [pool.submit(run_verdicts, store, list(run_ids[index::count]))
+              for index in range(count)]
+
+    def finish():
+        try:
+            answers = [share.result() for share in shares]
+        finally:
+            pool.shutdown(cancel_futures=True)
+        frames = [frame for frame, _ in answers if len(frame)]
+        failed = dict(item for _, found in answers for item in found.items())
+        return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), failed
+    return finish
 
 
 def _trend_figure(series, model, machine, scope):
@@ -167,24 +211,20 @@ def _trend_figure(series, model, machine, scope):
         if times.min() == times.max() else None  # one run: a day around it
     for axis, (batch, length) in zip(axes, points):
         at = series[(series["batch_size"] == batch) & (series["seq_len"] == length)]
-        plotted = False
         for framework, mode in keys:
             line = at[(at["framework"] == framework) & (at["mode"] == mode)]
             if line.empty:
                 continue
             when = pd.to_datetime(line["started_at"], utc=True).dt.tz_localize(None)
             colour = plots._colour(framework, mode)
-            axis.plot(when, line["figure_ms"], color=colour, marker="o", markersize=2.5,
-                      linewidth=1.0)
+            axis.plot(when, line["figure_ms"], color=colour, linewidth=1.0,
+                      marker="o" if len(line) <= MARKED_RUNS else None, markersize=2.5)
             if line["low_ms"].notna().any():
                 axis.fill_between(when, line["low_ms"], line["high_ms"], color=colour,
                                   alpha=0.2, linewidth=0)
-            plotted = plotted or line["figure_ms"].notna().any()
-        if plotted:
-            plots._plain_log_axis(axis)
         if span:
             axis.set_xlim(*span)
-        locator = mdates.AutoDateLocator(maxticks=5)
+        locator = mdates.AutoDateLocator(maxticks=8)
         axis.xaxis.set_major_locator(locator)
         axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
         axis.set_title("batch %d x length %d" % (batch, length))
@@ -199,7 +239,9 @@ def _trend_figure(series, model, machine, scope):
 
 def _save(figure, path):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with plt.rc_context(plots.STYLE):
+    with plt.rc_context(plots.STYLE), warnings.catch_warnings():
+        # a span between the locator's steps: it says so, then picks a coarser step
+        warnings.filterwarnings("ignore", "AutoDateLocator was unable")
         figure.savefig(path, metadata={"Date": None})
     plt.close(figure)
 
@@ -231,7 +273,7 @@ def model_pages(out, history):
         body.append("<p>Each run's figure for a point (the method's pooled figure over its "
                     "processes: duel, the median of their medians; timeit, the mean of their "
                     "means) against the run's start, a line per framework and mode; the band is "
-                    "Student's t 95%% interval over the processes (none with one process). "
+                    "Student's t 95% interval over the processes (none with one process). "
                     "A run where the point failed leaves a gap; the table counts them.</p>")
         for (machine, *scope), series in rows.groupby(["machine"] + scopes.SCOPE, sort=True):
             series = series.sort_values(["started_at", "run_id"])
@@ -256,6 +298,46 @@ def _verdict_class(ratio):
     return "pytorch" if ratio < 1 else "tensorflow"
 
 
+def _verdict_figure(mine, by_run, scope):
+    """The geometric-mean ratio of each judged run against its start: a line per pair of modes
+    (colour) and machine (line style)."""
+    figure, axis = plt.subplots(figsize=(9.0, 3.2), layout="constrained")
+    frame = mine.assign(started=pd.to_datetime(mine["run_id"].map(by_run["started_at"]),
+                                               utc=True).dt.tz_localize(None),
+                        machine=mine["run_id"].map(by_run["machine"]))
+    machines = sorted(frame["machine"].dropna().astype(str).unique())
+    pairs = sorted(set(zip(frame["mode_pt"], frame["mode_tf"])))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (mode_pt, mode_tf) in enumerate(pairs):
+        for slot, machine in enumerate(machines):
+            line = frame[(frame["mode_pt"] == mode_pt) & (frame["mode_tf"] == mode_tf)
+                         & (frame["machine"] == machine)].dropna(subset=["geomean_ratio"])
+            if line.empty:
+                continue
+            line = line.sort_values("started")
+            axis.plot(line["started"], line["geomean_ratio"].astype(float),
+                      color=palette[index % len(palette)],
+                      linestyle=plots.LINESTYLES[slot % len(plots.LINESTYLES)],
+                      marker="o" if len(line) <= MARKED_RUNS else None, markersize=3,
+                      label="PyTorch %s / TensorFlow %s%s" % (
+                          mode_pt, mode_tf, ", %s" % machine if len(machines) > 1 else ""))
+    axis.axhline(1.0, color="black", linewidth=0.8)
+    axis.set_yscale("log")
+    axis.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: "%g" % value))
+    axis.yaxis.set_minor_formatter(plt.FuncFormatter(lambda value, _: "%g" % value))
+    locator = mdates.AutoDateLocator(maxticks=8)
+    axis.xaxis.set_major_locator(locator)
+    axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    times = frame["started"].dropna()
+    if len(times) and times.min() == times.max():
+        axis.set_xlim(times.min() - pd.Timedelta(hours=12), times.max() + pd.Timedelta(hours=12))
+    axis.set_ylabel("geometric-mean ratio\nPyTorch / TensorFlow (< 1: PyTorch faster)")
+    axis.set_xlabel("run start (UTC)")
+    axis.set_title("PyTorch / TensorFlow per judged run, %s" % _scope_label(scope))
+    axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return figure
+
+
 def scope_pages(out, runs, verdicts, scopes_found, judged):
     """A page per scope: per pair of modes, each judged run's verdict, newest first; returns
     {scope values: its page}."""
@@ -274,13 +356,22 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
                 [verdicts[name] == value for name, value in zip(scopes.SCOPE, scope)])]
         if mine.empty:
             body.append("<p>No judged run has a PyTorch / TensorFlow pair in this scope.</p>")
+            mine = pd.DataFrame(columns=["mode_pt", "mode_tf"])
+        else:
+            chart = "%s.svg" % _name(*scope)
+            with plt.rc_context(plots.STYLE):
+                figure = _verdict_figure(mine, by_run, scope)
+            _save(figure, os.path.join(out, "scope", chart))
+            body.append('<p><img src="%s" alt="%s"></p>' % (
+                html.escape(chart, quote=True), _e("verdicts over the runs in %s"
+                                                   % _scope_label(scope))))
         for (mode_pt, mode_tf), pair in mine.groupby(["mode_pt", "mode_tf"], sort=True):
             pair = pair.assign(started_at=pair["run_id"].map(by_run["started_at"]))
             pair = pair.sort_values(["started_at", "run_id"], ascending=False)
             rows, classes = [], []
             for _, row in pair.iterrows():
                 run = by_run.loc[row["run_id"]]
-                rows.append([_e(_when(run["started_at"])),
+                rows.append([_e(run["when"]),
                              '<span id="run-%s">%s</span>' % (_e(row["run_id"]),
                                                              _e(row["run_id"])),
                              _e(run["machine"]), _e(_short(run["git_commit"])),
@@ -318,13 +409,16 @@ def machines_page(out, groups, history):
     """The machines page: per group, a table per scope with a column per machine."""
     body = ["<p>Runs alike in eras, devices, commit and locked stack that ran on different "
             "machines: the latest run of each machine, side by side per point (figure in ms, "
-            "with its 95%% interval over the processes). The latest %d such groups.</p>"
+            "with its 95%% interval over the processes where it had several) and each "
+            "machine's figure over the first's. The latest %d such groups.</p>"
             % MACHINE_GROUPS]
     for group in groups:
         machines = list(group["machine"])
         run_of = dict(zip(group["machine"], group["run_id"]))
-        body.append("<h2>Commit %s, %s</h2>" % (_e(_short(group["git_commit"].iloc[0])),
-                                               _e(group["eras"].iloc[0])))
+        first = group.iloc[0]
+        body.append("<h2>Eras %s, devices %s, commit %s</h2>" % (
+            _e(first["eras"]), _e(first["devices"]),
+            _e(_short(first["git_commit"]) or "not recorded")))
         body.append("<p>%s</p>" % ", ".join("%s: run %s (%s)" % (
             _e(machine), _e(run_of[machine]), _e(_when(started)))
             for machine, started in zip(group["machine"], group["started_at"])))
@@ -336,26 +430,33 @@ def machines_page(out, groups, history):
                 by_machine = dict(zip(point["machine"], point.to_dict("records")))
                 cells = [_e(key[0]), _e(scopes.series_label(key[1], key[2])),
                          _e("%dx%d" % key[3:])]
+                figures = []
                 for machine in machines:
                     row = by_machine.get(machine)
+                    ok = row is not None and row["status"] == "ok"
+                    figures.append(row["figure_ms"] if ok else None)
                     if row is None:
                         cells.append("")
-                    elif row["status"] != "ok":
+                    elif not ok:
                         cells.append(_e(row["status"]))
                     elif pd.isna(row["low_ms"]):
                         cells.append(_e(row["figure_ms"]))
                     else:
                         cells.append("%s [%s, %s]" % (_e(row["figure_ms"]), _e(row["low_ms"]),
                                                       _e(row["high_ms"])))
+                cells += [_e(None if figure is None or figures[0] is None
+                             else figure / figures[0]) for figure in figures[1:]]
                 lines.append(cells)
             body.append("<h3>%s</h3>" % _e(_scope_label(scope)))
-            body.append(_table(["model", "framework mode", "point"] + machines, lines))
+            body.append(_table(["model", "framework mode", "point"] + machines
+                               + ["%s / %s" % (machine, machines[0]) for machine in machines[1:]],
+                               lines))
     _write(os.path.join(out, "machines.html"),
-           _page("The same runs on different machines", "\n".join(body)))
+           _page("The same runs on different machines", "\n".join(body), 0))
     return "machines.html"
 
 
-def index_page(out, runs, scope_links, model_links, machines_link, judged, verdicts):
+def index_page(out, runs, scope_links, model_links, machines_link, judged, verdicts, failed):
     """index.html: every run, newest first, and links to every other page."""
     nav = ["<h2>Pages</h2>", "<p>Verdicts per scope: %s</p>" % (", ".join(
         _link(page, _scope_label(scope)) for scope, page in sorted(scope_links.items()))
@@ -372,10 +473,12 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
         if run["run_id"] in judged_runs:
             mine = verdicts[verdicts["run_id"] == run["run_id"]]
             found = sorted(set(map(tuple, mine[scopes.SCOPE].to_numpy())))
-            links = " ".join(_link("%s#run-%s" % (scope_links[scope], run["run_id"]),
-                                   "/".join(scope))
+            links = "<br>".join(_link("%s#run-%s" % (scope_links[scope], run["run_id"]),
+                                      _scope_label(scope))
                              for scope in found if scope in scope_links)
-        rows.append([_e(_when(run["started_at"])), _e(run["run_id"]), _e(run["machine"]),
+        elif run["run_id"] in failed:
+            links = _e("no verdict: %s" % failed[run["run_id"]])
+        rows.append([_e(run["when"]), _e(run["run_id"]), _e(run["machine"]),
                      _e(run["eras"]), _e(run["devices"]), _e(_short(run["git_commit"])),
                      _e(run["points"]), _e(run["processes"]), _e(run["status"]),
                      _e(run["headline"]), links])
@@ -386,7 +489,8 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
                   '<p class="note">%s Published %s.</p>' % (_e(judged), _e(datetime.datetime.now(
                       datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))),
                   _table(["started", "run", "machine", "eras", "devices", "commit", "points",
-                          "processes", "status", "headline", "verdicts"], rows)]
+                          "processes", "status", "headline", "verdicts"], rows,
+                         wrap=("headline", "verdicts"))]
     _write(os.path.join(out, "index.html"),
            _page("Duel: PyTorch vs TensorFlow, %d run%s" % (len(runs), "" if len(runs) == 1
                                                               else "s"), "\n".join(body)))
@@ -419,13 +523,22 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
     """Write the site of ``store`` to the folder ``out`` (replaced whole); the pages written,
     relative to it."""
     archive.version(store)
+    if not archive.run_ids(store):
+        raise archive.StoreError("%s holds no run yet: nothing to publish (duel store add adds "
+                                 "a results folder's runs)" % store)
     partial = _fresh_folder(out)
     try:
-        runs = archive.query(store, "SELECT %s FROM runs ORDER BY started_at, run_id"
-                             % ", ".join(RUN_COLUMNS))
-        history = questions.history(store, ())
+        present = set(archive.query(store, "SELECT * FROM runs LIMIT 0").columns)
+        runs = archive.query(store, "SELECT %s FROM runs ORDER BY started_at, run_id" % ", ".join(
+            name for name in RUN_COLUMNS if name in present)).reindex(columns=RUN_COLUMNS)
+        runs["when"] = _when(runs["started_at"])
+        runs["machine"] = runs["machine"].fillna(UNNAMED)
         latest = list(runs["run_id"].iloc[-verdict_runs:]) if verdict_runs else []
-        verdicts = run_verdicts(store, latest)
+        judging = start_judging(store, latest)
+        history = questions.history(store, ())
+        history["machine"] = history["machine"].fillna(UNNAMED)
+        model_links = model_pages(partial, history)
+        verdicts, failed = judging()
         judged = ("Verdicts judged for every run (%d)." % len(runs) if len(latest) == len(runs)
                   else "Verdicts judged for the latest %d of %d runs (each run's samples are "
                        "read to judge it); the trend charts cover every run."
@@ -433,11 +546,11 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
         scopes_found = sorted(set(map(tuple, history[scopes.SCOPE].to_numpy()))
                               | (set(map(tuple, verdicts[scopes.SCOPE].to_numpy()))
                                  if len(verdicts) else set()))
-        model_links = model_pages(partial, history)
         scope_links = scope_pages(partial, runs, verdicts, scopes_found, judged)
         groups = machine_groups(runs)
         machines_link = machines_page(partial, groups, history) if groups else None
-        index_page(partial, runs, scope_links, model_links, machines_link, judged, verdicts)
+        index_page(partial, runs, scope_links, model_links, machines_link, judged, verdicts,
+                   failed)
         written = sorted(os.path.relpath(os.path.join(folder, name), partial)
                          for folder, _, names in os.walk(partial) for name in names
                          if name != MARKER)

@@ -44,5 +44,6 @@ rule merge_shards:
     threads: 1
     params:
         min_effect=config["min_effect"],
+        lacking=planner.lacking_rows(config, CHECKOUT),
     script:
         "../scripts/rules/merge_shards.py"

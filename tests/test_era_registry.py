@@ -35,7 +35,7 @@ def test_every_entry_holds_to_its_files_and_every_era_lock_has_an_entry():
             assert image == "containers/%s-%s.Dockerfile" % (era.name, device)
             assert os.path.isfile(os.path.join(REPO, image)) and device in era.locks
         for lack in era.lacks:
-            assert set(lack) <= {"framework", "mode", "device"}
+            assert set(lack) <= {"framework", "mode", "device", "reason"} and lack["reason"]
             assert lack["mode"] in modes.mode_names(lack["framework"]), lack
     era_locks = set("envs/" + name for name in os.listdir(os.path.join(REPO, "envs"))
                     if name.endswith(".txt")
@@ -129,7 +129,8 @@ def test_an_era_added_in_one_place_plans_merges_and_plots(tmp_path):
          "modes={pytorch: [eager, compile], tensorflow: [eager]}", "replicates=1"],
         cwd=checkout, capture_output=True, text=True, timeout=600)
     assert plan.returncode == 0, plan.stderr[-3000:]
-    assert "era fake2025 lacks pytorch compile (envs/eras.yaml): no cell planned" in plan.stderr
+    assert "era fake2025 lacks pytorch compile: declared (envs/eras.yaml): no cell planned" \
+        in plan.stderr
     jobs = re.findall(r"^\s+output: (results/shards/\S+)", plan.stdout, flags=re.M)
     assert "results/shards/fake2025/cpu/pytorch/eager/fp32/inference/gpt2/r1.parquet" in jobs
     assert not [job for job in jobs if "/fake2025/cpu/pytorch/compile/" in job]

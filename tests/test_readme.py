@@ -45,6 +45,7 @@ COMMANDS = {
     "--cores all": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/demo.yaml": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/timeline.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/presets/quick.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/presets/rigorous.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml --config "

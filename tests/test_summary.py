@@ -101,7 +101,7 @@ snakemake = types.SimpleNamespace(
     log=[folder + "/merge.log"], input=types.SimpleNamespace(shards=shards),
     output=types.SimpleNamespace(parquet=folder + "/summary.parquet", csv=folder + "/summary.csv",
                                  xlsx=folder + "/summary.xlsx", csv_2019=folder + "/csv-2019"),
-    params=types.SimpleNamespace(min_effect=0.05))
+    params=types.SimpleNamespace(min_effect=0.05, lacking=[]))
 runpy.run_path(sys.argv[1], init_globals={"snakemake": snakemake}, run_name="__main__")
 """
 

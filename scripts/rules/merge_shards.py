@@ -10,8 +10,12 @@ from duel.host.render import outcome, spreadsheet  # noqa: E402
 from duel.host.tables import breakdown, history, summary  # noqa: E402
 
 
-def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect):
+def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect, lacking=()):
+    """``lacking``: the skipped rows of the cells an era lacks (planner.lacking_rows), which no
+    process ran."""
     frame = summary.read_shards(shards)  # the long table: every replicate's points, migrated
+    if lacking:
+        frame = summary.with_rows(frame, lacking)
     points = summary.with_reported(frame)  # the point table: replicates pooled, made once
     summary.write_outputs(frame, parquet_path, csv_path)
     results_dir = os.path.dirname(parquet_path)
@@ -49,6 +53,7 @@ if __name__ == "__main__" and "snakemake" in globals():
                 snakemake.output.xlsx,  # noqa: F821
                 snakemake.output.csv_2019,  # noqa: F821
                 snakemake.params.min_effect,  # noqa: F821
+                snakemake.params.lacking,  # noqa: F821
             )
         except summary.ShardError as error:
             sys.exit(explain(error, log, console))

@@ -9,6 +9,10 @@
   ``TF_USE_LEGACY_KERAS=1``), 2.1.1's use ``tf.keras``; a mixed-precision policy must be set on
   that one. ``keras_policy_setter`` finds it (None where Keras has no policies: TF before 2.4).
 - TF32 switches: torch 1.7+ and TensorFlow 2.4+ have them, the 2019 stack has none.
+- XLA in ``tf.function``: ``jit_compile=True`` since TensorFlow 2.5, ``experimental_compile=True``
+  in 2.1-2.4 (the same compilation under its first name), neither in 2.0.
+- torch.compile: none before torch 2.0, and torch 2.0 refuses Python 3.11 (it raises at the first
+  compiled call); ``torch_compile_unsupported`` says so before the cell builds anything.
 - Thread pools: ``torch.set_num_interop_threads`` does not exist in every release and may be
   called once per process; ``set_interop_threads`` sets it where it can.
 - Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
@@ -26,6 +30,8 @@ and (TensorFlow 2.0) initialises its runtime, after which thread pools can no lo
 """
 import contextlib
 import importlib
+import inspect
+import platform
 
 
 # What 2.1.1 configs call the vocabulary size, where it is not ``vocab_size``.
@@ -169,3 +175,32 @@ def tensorflow_tf32_switch(tf):
     setter = getattr(experimental, "enable_tensor_float_32_execution", None)
     getter = getattr(experimental, "tensor_float_32_execution_enabled", None)
     return (setter, getter) if setter is not None and getter is not None else None
+
+
+def tf_function_xla_options(tf):
+    """The ``tf.function`` keyword arguments that compile the function with XLA, or None where
+    ``tf.function`` has none (TensorFlow 2.0): ``jit_compile`` (2.5+), ``experimental_compile``
+    (2.1-2.4)."""
+    parameters = inspect.signature(tf.function).parameters
+    for name in ("jit_compile", "experimental_compile"):
+        if name in parameters:
+            return {name: True}
+    return None
+
+
+def torch_compile_unsupported(torch):
+    """Why ``torch.compile`` cannot run in this torch on this interpreter, or None where it can:
+    it came with torch 2.0, whose Dynamo refuses Python 3.11+ (``check_if_dynamo_supported``
+    raises what the first compiled call would)."""
+    if not hasattr(torch, "compile"):
+        return "torch.compile does not exist in torch %s (it came with 2.0)" % torch.__version__
+    try:
+        from torch._dynamo.eval_frame import check_if_dynamo_supported
+    except ImportError:  # a torch that no longer has the check supports its interpreters
+        return None
+    try:
+        check_if_dynamo_supported()
+    except RuntimeError as error:
+        return ("torch.compile cannot run in torch %s on Python %s: %s"
+                % (torch.__version__, platform.python_version(), error))
+    return None

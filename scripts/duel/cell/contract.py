@@ -118,6 +118,7 @@ WORK = [
 ENVIRONMENT = [
     ("python", pa.string()),
     ("framework_version", pa.string()),
+    ("framework_build", pa.string()),  # what the framework was built with, JSON (builds.py)
     ("transformers_version", pa.string()),
     ("numpy_version", pa.string()),
     ("pyarrow_version", pa.string()),

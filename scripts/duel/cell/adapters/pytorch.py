@@ -25,7 +25,7 @@ CUDA: ``torch.cuda.synchronize()`` is the barrier; the device peak is the cachin
 """
 import torch
 
-from .. import compat
+from .. import builds, compat
 from ..models import FAMILIES
 from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, entered, no_gpu_name
@@ -58,6 +58,7 @@ class PyTorchAdapter(Adapter):
         cuda = self._cuda()
         return {
             "framework_version": torch.__version__,
+            "framework_build": builds.pytorch(torch),
             "transformers_version": compat.transformers_version(),
             "cuda": torch.version.cuda,
             "cudnn": str(torch.backends.cudnn.version()) if cuda else None,
@@ -77,8 +78,8 @@ class PyTorchAdapter(Adapter):
             if self.task == "training":
                 return "TorchScript traces inference: a traced model is not trained in Duel"
             return NO_TRACE_FAMILIES.get(spec.family)
-        if self.mode == "compile" and not hasattr(torch, "compile"):
-            return "torch.compile does not exist in torch %s (it came with 2.0)" % torch.__version__
+        if self.mode == "compile":
+            return compat.torch_compile_unsupported(torch)
         return None
 
     def precision_unsupported(self):

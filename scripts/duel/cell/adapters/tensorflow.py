@@ -3,7 +3,8 @@
 Mode ``function`` wraps the model call in one ``tf.function`` per cell, retraced per input shape
 (the first call of each shape traces; it is ``first_call_ms``, never a sample). The 2019 script
 always did this, so the 2019 TensorFlow figures are mode ``function`` with method ``timeit``.
-Mode ``xla`` is the same with ``jit_compile=True`` (TensorFlow 2.5+); TensorFlow 2.0 had only
+Mode ``xla`` is the same with ``jit_compile=True`` (TensorFlow 2.5+; ``experimental_compile=True``
+in 2.1-2.4, compat.tf_function_xla_options); TensorFlow 2.0 had only
 ``tf.config.optimizer.set_jit(True)``, auto-clustering for GPUs: used on a GPU, skipped on a CPU.
 ``duel`` passes ``training=False``; ``timeit`` calls ``model(inputs)`` as 2019 did.
 Precision: fp16/bf16 by a Keras mixed-precision policy set before the model is built (variables
@@ -14,16 +15,14 @@ the device peak is ``tf.config.experimental.get_memory_info``'s, reset per point
 TF32: ``tf.config.experimental.enable_tensor_float_32_execution`` (TF 2.4+, on by default there)
 set from the cell's ``tf32`` (default off: strict fp32, as PyTorch's matmul default).
 """
-import inspect
-
 import tensorflow as tf
 
-from .. import compat
+from .. import builds, compat
 from ..models import FAMILIES
 from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, no_gpu_name
 
-HAS_JIT_COMPILE = "jit_compile" in inspect.signature(tf.function).parameters
+XLA_OPTIONS = compat.tf_function_xla_options(tf)  # None: no XLA in tf.function (TF 2.0)
 POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 EXPERIMENTAL = tf.config.experimental
 SYNC_DEVICES = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
@@ -51,7 +50,7 @@ class TensorFlowAdapter(Adapter):
         self._gpus = EXPERIMENTAL.list_physical_devices("GPU")
         for gpu in self._gpus:  # before the runtime starts: grow, do not take the whole GPU
             EXPERIMENTAL.set_memory_growth(gpu, True)
-        if device == "cuda" and mode == "xla" and not HAS_JIT_COMPILE:
+        if device == "cuda" and mode == "xla" and XLA_OPTIONS is None:
             tf.config.optimizer.set_jit(True)  # 2019's --xla: auto-clustering on the GPU
         self._amp_rewrite = precision == "fp16" and compat.keras_policy_setter() is None
         if self._amp_rewrite and device == "cuda":
@@ -66,6 +65,7 @@ class TensorFlowAdapter(Adapter):
         name = details(self._gpus[0]).get("device_name") if cuda and details else None
         return {
             "framework_version": tf.__version__,
+            "framework_build": builds.tensorflow(tf),
             "transformers_version": compat.transformers_version(),
             "cuda": build.get("cuda_version"),
             "cudnn": build.get("cudnn_version") if cuda else None,
@@ -85,7 +85,7 @@ class TensorFlowAdapter(Adapter):
         return {"tf.config.experimental.tensor_float_32_execution_enabled": switch[1]()}
 
     def mode_unsupported(self, spec):
-        if self.mode == "xla" and not HAS_JIT_COMPILE and self.device == "cpu":
+        if self.mode == "xla" and XLA_OPTIONS is None and self.device == "cpu":
             return ("XLA in TensorFlow %s is tf.config.optimizer.set_jit(True), which clusters "
                     "for GPUs only: nothing to compile on a CPU" % tf.__version__)
         return None
@@ -138,7 +138,7 @@ class TensorFlowAdapter(Adapter):
         in mode xla where tf.function can)."""
         if self.mode == "eager":
             return function
-        options = {"jit_compile": True} if self.mode == "xla" and HAS_JIT_COMPILE else {}
+        options = XLA_OPTIONS if self.mode == "xla" and XLA_OPTIONS is not None else {}
         return tf.function(function, **options)
 
     def _loss(self, inputs, training):

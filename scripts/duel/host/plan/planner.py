@@ -357,13 +357,39 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
     ]
 
 
-def lacking(config, checkout):
-    """A line per era, device and mode of the config that its era lacks (envs/eras.yaml):
-    plan_cells launches no cell of them."""
-    return ["%s: no cell planned" % reason
+def _lacked(config, checkout):
+    return [(era, device, framework, mode, reason)
             for era in config["eras"] for device in config["devices"]
             for framework in config["frameworks"] for mode in config["modes"][framework]
             for reason in [era_envs.lacks(checkout, era, framework, mode, device)] if reason]
+
+
+def lacking(config, checkout):
+    """A line per era, device and mode of the config that its era lacks (envs/eras.yaml):
+    plan_cells launches no cell of them."""
+    return ["%s: no cell planned" % lacked[-1] for lacked in _lacked(config, checkout)]
+
+
+def lacking_rows(config, checkout):
+    """The ``skipped`` rows the merge gives the points of the cells an era lacks (one process
+    each, every point, method and task), with the reason."""
+    rows = []
+    for era, device, framework, mode, reason in _lacked(config, checkout):
+        for precision in config.get("precisions", ["fp32"]):
+            for task in config.get("tasks", ["inference"]):
+                batch_sizes, lengths = task_grid(config, task)
+                for model in config["models"]:
+                    for batch in batch_sizes:
+                        for length in lengths:
+                            for method in as_list(config["method"]):
+                                row = contract.empty_row()
+                                row.update(era=era, device=device, framework=framework,
+                                           mode=mode, precision=precision, task=task,
+                                           model=model, replicate=1, batch_size=batch,
+                                           seq_len=length, method=method, status="skipped",
+                                           message=reason, attempt=1, counted=True)
+                                rows.append(row)
+    return rows
 
 
 def max_replicates(config):

@@ -130,8 +130,9 @@ def lacks(checkout, era, framework, mode, device):
     for lack in (entry.lacks if entry else ()):
         if (lack["framework"], lack["mode"]) == (framework, mode) and \
                 lack.get("device", device) == device:
-            return "era %s lacks %s %s%s (%s)" % (
-                era, framework, mode, " on %s" % device if "device" in lack else "", REGISTRY)
+            return "era %s lacks %s %s%s: %s (%s)" % (
+                era, framework, mode, " on %s" % device if "device" in lack else "",
+                lack.get("reason", "declared"), REGISTRY)
     return None
 
 

@@ -74,6 +74,13 @@ def read_shards(paths):
     return migrated(table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get))
 
 
+def with_rows(frame, rows):
+    """The long table ``frame`` with contract ``rows`` (dicts) after it, typed as a shard's."""
+    table = pa.Table.from_pylist(rows, schema=pa.schema(contract.COLUMNS))
+    extra = migrated(table.to_pandas(types_mapper={pa.string(): pd.StringDtype()}.get))
+    return pd.concat([frame, extra], ignore_index=True)
+
+
 def migrated(frame):
     """A table read from disk in today's terms: every contract column (null where absent, or its
     implicit value for MIGRATED_DEFAULTS) and today's names of values (RENAMED_VALUES); columns

@@ -20,6 +20,7 @@ from duel.host.stacks import eras
 
 INSTALLED = ["envs/current-cpu.txt", "envs/host.txt", "envs/tests.txt", "envs/slurm.txt", "envs/uv.txt",
              "envs/current-cuda.txt", "envs/hf2019.txt", "envs/hf2019-cuda.txt",
+             "envs/hf2021.txt", "envs/hf2023.txt",
              "tests/data/envs/current-cpu-pytorch.txt"]
 HASH = re.compile(r"^    --hash=sha256:[0-9a-f]{64}( \\)?$")
 

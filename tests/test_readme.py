@@ -193,6 +193,11 @@ def test_the_readme_commands_work_as_written(readme_run):
     assert os.listdir(os.path.join(results, "plots"))
     with open(os.path.join(results, "report.html")) as handle:
         assert "merge_shards" in handle.read()  # the report holds the rules' code
+    # The default run landed in the store by itself (with the --rerun-incomplete run after it),
+    # and the published site was written from it.
+    from duel.host.store import archive
+    assert len(archive.run_ids(os.path.join(results, "store"))) >= 1
+    assert os.path.isfile(os.path.join(checkout, "site", "index.html"))
 
 
 @pytest.mark.workflow

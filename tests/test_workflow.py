@@ -304,3 +304,19 @@ def test_both_eras_run_side_by_side_and_the_cross_era_sheet_pairs_them(tmp_path)
     csvs = sorted(name for name in os.listdir(os.path.join(str(tmp_path), "results", "csv-2019"))
                   if name.endswith(".csv"))
     assert "hf2019_cpu_tensorflow_function_inference_timeit.csv" in csvs and len(csvs) == 4
+    # The timeline of the two eras: each era by its date, what got faster, the claims.
+    timeline = [list(r) for r in workbook["timeline"].iter_rows(values_only=True)]
+    header = next(row for row in timeline if row[:3] == ["era", "era_date", "framework_version"])
+    first = timeline.index(header)
+    dated = set((row[0], row[1]) for row in timeline[first + 1:first + 9])
+    assert dated == {("hf2019", "2019-10-15"), ("current", "2026-11-29")}
+    faster = timeline[timeline.index(next(row for row in timeline if row[:2] == [
+        "era_new", "era_old"])) + 1:]
+    assert faster[0][:2] == ["current", "hf2019"] and faster[0][-1]  # judged, with a verdict
+    claims = next(row for row in timeline if row[0] and str(row[0]).startswith(
+        "Hugging Face benchmark, October 2019") and "TensorFlow is usually" in str(row[2]))
+    assert claims[4] and claims[5] in ("agrees", "disagrees", "not clear")
+    charts = os.listdir(os.path.join(str(tmp_path), "results", "plots", "timeline"))
+    assert sorted(charts) == sorted("cpu_fp32_inference_timeit_%s.%s" % (model, kind)
+                                    for model in ("distilbert-base-uncased", "gpt2")
+                                    for kind in ("png", "svg"))

@@ -1,17 +1,27 @@
 """The ``duel`` command: one parser, a subcommand per job, the same exit codes in each."""
 import argparse
+import importlib
 import sys
 
-from duel.host.cli import (command, compare, history, image, lock, publish, rebuild, runs, show,
-                           store, trend)
+from duel.host.cli import command
 
 DESCRIPTION = """Duel: PyTorch against TensorFlow on transformer models. The workflow itself runs
 with snakemake (README); these are the commands around it."""
 
-SUBCOMMANDS = (show, runs, history, trend, publish, compare, store, rebuild, lock, image)
+# The subcommands' modules (duel/host/cli/<name>.py), in the order --help lists them. A command
+# line that names one imports only that one: the others' imports (matplotlib, the frameworks'
+# tables) would cost a second before every answer.
+SUBCOMMANDS = ("show", "runs", "history", "trend", "publish", "compare", "store", "rebuild",
+               "lock", "image")
 
 
-def parser():
+def _named(argv):
+    """The subcommand ``argv`` names (its first word that is not an option), or None."""
+    words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
+    return words[0] if words and words[0] in SUBCOMMANDS else None
+
+
+def parser(only=None):
     top = command.Parser(
         prog="duel", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=command.epilog(dict((code, None) for code, _ in command.EXIT_CODES),
@@ -19,15 +29,15 @@ def parser():
                                "duel compare runs/before runs/after --output comparison",
                                "duel SUBCOMMAND --help"]))
     subcommands = top.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
-    for module in SUBCOMMANDS:
-        module.add(subcommands)
+    for name in ([only] if only else SUBCOMMANDS):
+        importlib.import_module("duel.host.cli." + name).add(subcommands)
     return top
 
 
 def main(argv=None):
     """Parse, run the subcommand; its exit status. Refusals and failures are one line each."""
     try:
-        args = parser().parse_args(argv)
+        args = parser(_named(argv)).parse_args(argv)
     except SystemExit as stop:  # --help (0) or a parser's one-line error (2)
         return stop.code
     try:

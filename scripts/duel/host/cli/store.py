@@ -1,10 +1,8 @@
 """``duel store``: add a run folder to the results store, take a run out, or ask it in SQL.
 
 Also the options every command over the store shares (``--store``, the point filters)."""
-import argparse
-
 from duel.host.cli import command
-from duel.host.store import archive, ingest
+from duel.host.store import archive
 
 DESCRIPTION = """Add runs to the results store, remove one, or query it in SQL.
 
@@ -68,6 +66,8 @@ def add(subparsers):
 
 
 def run(args):
+    from duel.host.store import ingest  # reads shards: only an add needs it
+
     store = args.store or archive.default_path()
     try:
         if args.action == "add":

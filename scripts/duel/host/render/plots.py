@@ -431,15 +431,20 @@ def timeline_charts(frame):
                 axis.errorbar(x, y, yerr=error, color=_colour(framework, mode), marker="o",
                               capsize=3, label=scopes.series_label(framework, mode))
             _plain_log_axis(axis)
+            # a timeline spans less than a decade: more labelled steps than 1, 2, 5
+            axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
             axis.set_title(point, fontsize=9)
             axis.set_xticks([when[date] for date in dates])
             axis.set_xticklabels([date[:4] for date in dates])
+            axis.tick_params(labelbottom=True)
+            if axis in axes[:, 0]:
+                axis.set_ylabel("%s time per call (ms, log)"
+                                % contract.reported_statistic(values[3]))
         for axis in list(axes.flat)[len(points):]:
             axis.set_visible(False)
         names = eras.in_time_order(group["era"].unique())
         handles, labels = axes.flat[0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="center right", fontsize=8)
-        figure.supylabel("%s time per call (ms, log)" % contract.reported_statistic(values[3]))
         figure.supxlabel("era release date: %s" % ", ".join(
             "%s %s" % (name, eras.registry()[name].date) if name in eras.registry() else name
             for name in names), fontsize=8)

@@ -6,6 +6,9 @@ Layout (store version 1), under the store folder (config key ``store``, default 
     runs/<run id>/run.parquet            one row: when, where, what, how many points, headline
     runs/<run id>/points-<hash>.parquet  the rows of shards added together: every column of the
                                          data contract, plus run_id, shard, shard_sha256
+    index.parquet                        every point's figures without samples, one file: what
+                                         history and trend read (derived from runs/, remade
+                                         whenever it does not match them)
     .lock                                writers take it in turn (a second add waits)
     .incoming-<pid>-<n>/                 an add being written; a killed add's is removed later
 
@@ -31,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from duel.cell import files
+from duel.cell import contract, files
 
 VERSION = 1
 VERSION_FILE = "VERSION"
@@ -43,6 +46,16 @@ REMOVED = ".removed-"
 LOCK = ".lock"
 DEFAULT = os.path.join("results", "store")
 STORE_COLUMNS = ("run_id", "shard", "shard_sha256")  # what a stored row adds to a shard's
+INDEX = "index.parquet"
+# The index: a row per stored row, its run's when and where, and only what a figure needs.
+RUN_INDEXED = ("machine", "started_at", "git_commit")
+POINT_INDEXED = ("era", "device", "precision", "task", "method", "framework", "mode", "model",
+                 "batch_size", "seq_len", "replicate", "attempt", "counted", "status", "median",
+                 "mean", "n_samples")
+INDEX_SCHEMA = pa.schema(
+    [("run_id", pa.string()), ("part", pa.string()), ("shard_sha256", pa.string())]
+    + [(name, pa.string()) for name in RUN_INDEXED]
+    + [(name, dict(contract.COLUMNS)[name]) for name in POINT_INDEXED])
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 # Seconds an add pauses once its files are written and before they become a run: lets a test
 # kill an add at its most delicate moment. Unset: no pause.
@@ -104,20 +117,96 @@ def run_ids(store):
 @contextlib.contextmanager
 def writing(store):
     """Hold the store's writer lock (waiting for another writer); clear what a killed writer
-    left. Readers take no lock."""
+    left, and make the index again where it does not match the runs (a run folder copied in by
+    hand, a store from before the index). Readers take no lock."""
     create(store)
     with open(os.path.join(store, LOCK), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         for left in glob.glob(os.path.join(store, INCOMING + "*")) + \
                 glob.glob(os.path.join(store, REMOVED + "*")):
             shutil.rmtree(left, ignore_errors=True)
+        if _current_index(store) is None:
+            _write_index(store, index_table(store))
         yield
 
 
 def stored_shards(store):
     """The SHA-256 of every shard in the store."""
-    found = query(store, "SELECT DISTINCT shard_sha256 FROM points")
-    return set(found["shard_sha256"].dropna())
+    return set(pc.unique(index_table(store).column("shard_sha256")).to_pylist()) - {None}
+
+
+def _parts_on_disk(store):
+    return set(os.path.relpath(path, os.path.join(store, RUNS))
+               for path in glob.glob(os.path.join(store, RUNS, "*", POINTS_GLOB)))
+
+
+def _indexed_parts(table):
+    pairs = table.group_by(["run_id", "part"]).aggregate([])
+    return set("%s/%s" % pair for pair in zip(pairs.column("run_id").to_pylist(),
+                                              pairs.column("part").to_pylist()))
+
+
+def _current_index(store):
+    """The index file's table where it matches the run folders, else None."""
+    try:
+        table = pq.read_table(os.path.join(store, INDEX))
+    except (OSError, pa.ArrowException):
+        return None
+    return table if _indexed_parts(table) == _parts_on_disk(store) else None
+
+
+def _index_of_run(store, run_id):
+    """The index rows of one stored run, from its files."""
+    folder = run_folder(store, run_id)
+    record = pq.read_table(os.path.join(folder, RUN_FILE)).to_pylist()[0]
+    tables = []
+    for path in sorted(glob.glob(os.path.join(folder, POINTS_GLOB))):
+        names = set(pq.read_schema(path).names)
+        part = pq.read_table(path, columns=[name for name in POINT_INDEXED + ("shard_sha256",)
+                                            if name in names])
+        rows = part.num_rows
+        columns = []
+        for field in INDEX_SCHEMA:
+            if field.name == "run_id":
+                columns.append(pa.array([run_id] * rows, pa.string()))
+            elif field.name == "part":
+                columns.append(pa.array([os.path.basename(path)] * rows, pa.string()))
+            elif field.name in RUN_INDEXED:
+                value = record.get(field.name)
+                columns.append(pa.array([None if value is None else str(value)] * rows,
+                                        pa.string()))
+            elif field.name in part.column_names:
+                columns.append(part.column(field.name).cast(field.type))
+            else:
+                columns.append(pa.nulls(rows, field.type))
+        tables.append(pa.Table.from_arrays(columns, schema=INDEX_SCHEMA))
+    return tables
+
+
+def index_table(store):
+    """Every stored row's figures (INDEX_SCHEMA): the index file where it matches the run
+    folders, else made from them (and written, by a writer)."""
+    table = _current_index(store)
+    if table is not None:
+        return table
+    tables = [table for run_id in run_ids(store) for table in _index_of_run(store, run_id)]
+    return pa.concat_tables(tables) if tables else INDEX_SCHEMA.empty_table()
+
+
+def _write_index(store, table):
+    with files.atomic_path(os.path.join(store, INDEX)) as partial:
+        pq.write_table(table, partial)
+
+
+def _reindex(store, before, run_id):
+    """After run ``run_id`` changed (under the lock): the index ``before`` the change with that
+    run's rows made again from its files (none where it is gone); all made anew without one."""
+    if before is None:
+        _write_index(store, index_table(store))
+        return
+    kept = before.filter(pc.not_equal(before.column("run_id"), run_id))
+    fresh = _index_of_run(store, run_id) if os.path.isdir(run_folder(store, run_id)) else []
+    _write_index(store, pa.concat_tables([kept] + fresh))
 
 
 def part_name(shard_hashes):
@@ -132,7 +221,9 @@ def add(store, run_id, points, describe):
     """
     check_run_id(run_id)
     with writing(store):
-        known = stored_shards(store)
+        before = _current_index(store)
+        known = set(pc.unique((before if before is not None else index_table(store)).column(
+            "shard_sha256")).to_pylist())
         fresh = points.filter(pc.invert(pc.is_in(
             points.column("shard_sha256"), value_set=pa.array(sorted(known), pa.string()))))
         shards = sorted(set(fresh.column("shard_sha256").to_pylist()))
@@ -162,6 +253,7 @@ def add(store, run_id, points, describe):
             os.rmdir(incoming)
         else:
             os.rename(incoming, folder)
+        _reindex(store, before, run_id)
         return len(shards)
 
 
@@ -172,18 +264,31 @@ def remove(store, run_id):
     with writing(store):
         if not os.path.isdir(folder):
             raise StoreError("%s has no run %s (duel runs lists them)" % (store, run_id))
+        before = _current_index(store)
         gone = os.path.join(store, "%s%s-%d" % (REMOVED, run_id, os.getpid()))
         os.rename(folder, gone)
         shutil.rmtree(gone)
+        _reindex(store, before, run_id)
 
 
-def connect(store):
-    """A DuckDB connection with the views ``runs`` (a row per run) and ``points`` (a row per
-    point, process and attempt of every run): SQL over the whole store."""
+VIEWS = ("runs", "points", "figures")
+
+
+def connect(store, views=VIEWS):
+    """A DuckDB connection with the views ``runs`` (a row per run), ``points`` (a row per
+    point, process and attempt of every run, samples included) and ``figures`` (the index: the
+    same rows without samples, with their run's machine, start and commit): SQL over the whole
+    store. ``views``: only those (each one over every run's files costs a read of their
+    schemas)."""
     version(store)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # answers go to pipes and files
+    if "figures" in views:
+        connection.register("figures_table", index_table(store))
+        connection.execute("CREATE VIEW figures AS SELECT * FROM figures_table")
     for view, pattern in (("runs", RUN_FILE), ("points", POINTS_GLOB)):
+        if view not in views:
+            continue
         found = glob.glob(os.path.join(store, RUNS, "*", pattern))
         if found:
             source = "read_parquet(%s, union_by_name = true)" % _literal(
@@ -198,11 +303,11 @@ def _literal(text):
     return "'%s'" % text.replace("'", "''")
 
 
-def query(store, sql, parameters=None):
+def query(store, sql, parameters=None, views=VIEWS):
     """The answer to ``sql`` over the views of ``connect`` as a DataFrame. A run removed while
     the query read it is read again without it."""
     for attempt in (1, 2):
-        connection = connect(store)
+        connection = connect(store, views)
         try:
             return connection.execute(sql, parameters or []).df()
         except duckdb.IOException:

@@ -25,7 +25,6 @@ from duel.host.verdicts import statistics
 POINT = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<framework>pytorch|tensorflow)/"
                    r"(?P<mode>[A-Za-z0-9_-]+)/(?P<batch_size>\d+)x(?P<seq_len>\d+)$")
 POINT_SYNTAX = "MODEL/FRAMEWORK/MODE/BxL, e.g. bert-base-cased/pytorch/eager/1x128"
-FILTERS = ("era", "device", "precision", "task", "method")  # columns of points
 SERIES = ["machine", "era", "device", "precision", "task", "method", "model", "framework", "mode",
           "batch_size", "seq_len"]
 RUN_KEYS = SERIES + ["run_id", "started_at", "git_commit"]
@@ -62,7 +61,7 @@ def run_table(store, machine=None, era=None):
         where.append("list_contains(string_split(eras, ','), ?)")
         parameters.append(era)
     table = archive.query(store, "SELECT * FROM runs WHERE %s ORDER BY started_at, run_id"
-                          % " AND ".join(where), parameters)
+                          % " AND ".join(where), parameters, views=("runs",))
     return table.reindex(columns=RUN_COLUMNS)
 
 
@@ -70,7 +69,8 @@ def run_frame(store, run_id):
     """Every row of a stored run (as its merged summary would hold them); StoreError where the
     store has no such run."""
     archive.check_run_id(run_id)
-    frame = archive.query(store, "SELECT * FROM points WHERE run_id = ?", [run_id])
+    frame = archive.query(store, "SELECT * FROM points WHERE run_id = ?", [run_id],
+                          views=("points",))
     if frame.empty:
         raise archive.StoreError("%s has no run %s (duel runs lists them)" % (store, run_id))
     return frame.drop(columns=list(archive.STORE_COLUMNS))
@@ -78,23 +78,22 @@ def run_frame(store, run_id):
 
 def _rows(store, points, filters):
     """The counted rows of ``points`` (Points; all where empty) with their runs' when and where."""
-    where, parameters = ["coalesce(p.counted, true)"], []
+    where, parameters = ["coalesce(counted, true)"], []
     if points:
         alternatives = []
         for point in points:
-            alternatives.append("(p.model = ? AND p.framework = ? AND p.mode = ? AND "
-                                "p.batch_size = ? AND p.seq_len = ?)")
+            alternatives.append("(model = ? AND framework = ? AND mode = ? AND "
+                                "batch_size = ? AND seq_len = ?)")
             parameters.extend(point)
         where.append("(%s)" % " OR ".join(alternatives))
     for name, value in sorted(filters.items()):
         if value:
-            where.append("%s.%s = ?" % ("r" if name == "machine" else "p", name))
+            where.append("%s = ?" % name)
             parameters.append(value)
-    sql = ("SELECT r.machine, p.era, p.device, p.precision, p.task, p.method, p.model, "
-           "p.framework, p.mode, p.batch_size, p.seq_len, p.run_id, r.started_at, r.git_commit, "
-           "p.replicate, p.status, p.median, p.mean, p.n_samples "
-           "FROM points p JOIN runs r USING (run_id) WHERE %s" % " AND ".join(where))
-    return archive.query(store, sql, parameters)
+    sql = ("SELECT machine, era, device, precision, task, method, model, framework, mode, "
+           "batch_size, seq_len, run_id, started_at, git_commit, replicate, status, median, "
+           "mean, n_samples FROM figures WHERE %s" % " AND ".join(where))
+    return archive.query(store, sql, parameters, views=("figures",))
 
 
 def _figures(rows):

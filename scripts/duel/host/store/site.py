@@ -156,10 +156,11 @@ def run_verdicts(store, run_ids):
     failed = {}
     if not len(run_ids):
         return pd.DataFrame(), failed
-    present = set(archive.query(store, "SELECT * FROM points LIMIT 0").columns)
+    present = set(archive.query(store, "SELECT * FROM points LIMIT 0",
+                                views=("points",)).columns)
     columns = [name for name in VERDICT_COLUMNS if name in present]
     rows = archive.query(store, "SELECT run_id, %s FROM points WHERE list_contains(?, run_id)"
-                         % ", ".join(columns), [list(run_ids)])
+                         % ", ".join(columns), [list(run_ids)], views=("points",))
     found = []
     for run_id, frame in rows.groupby("run_id", sort=False):
         frame = summary.migrated(frame.drop(columns="run_id"))[VERDICT_COLUMNS]
@@ -528,9 +529,10 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
                                  "a results folder's runs)" % store)
     partial = _fresh_folder(out)
     try:
-        present = set(archive.query(store, "SELECT * FROM runs LIMIT 0").columns)
+        present = set(archive.query(store, "SELECT * FROM runs LIMIT 0", views=("runs",)).columns)
         runs = archive.query(store, "SELECT %s FROM runs ORDER BY started_at, run_id" % ", ".join(
-            name for name in RUN_COLUMNS if name in present)).reindex(columns=RUN_COLUMNS)
+            name for name in RUN_COLUMNS if name in present), views=("runs",)).reindex(
+            columns=RUN_COLUMNS)
         runs["when"] = _when(runs["started_at"])
         runs["machine"] = runs["machine"].fillna(UNNAMED)
         latest = list(runs["run_id"].iloc[-verdict_runs:]) if verdict_runs else []

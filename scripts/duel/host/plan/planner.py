@@ -375,6 +375,8 @@ def lacking_rows(config, checkout):
     each, every point, method and task), with the reason."""
     rows = []
     for era, device, framework, mode, reason in _lacked(config, checkout):
+        path = era_envs.lock_file(checkout, era, device)
+        lock, lock_sha256 = os.path.relpath(path, checkout), era_envs.file_sha256(path)
         for precision in config.get("precisions", ["fp32"]):
             for task in config.get("tasks", ["inference"]):
                 batch_sizes, lengths = task_grid(config, task)
@@ -387,7 +389,8 @@ def lacking_rows(config, checkout):
                                            mode=mode, precision=precision, task=task,
                                            model=model, replicate=1, batch_size=batch,
                                            seq_len=length, method=method, status="skipped",
-                                           message=reason, attempt=1, counted=True)
+                                           message=reason, attempt=1, counted=True,
+                                           lock_file=lock, lock_sha256=lock_sha256)
                                 rows.append(row)
     return rows
 

@@ -9,8 +9,9 @@ DESCRIPTION = """Add runs to the results store, remove one, or query it in SQL.
 The workflow adds every run it makes when the run ends (config key store, default
 results/store). `add` adds the runs of a results folder made anywhere: another machine, a SLURM
 cluster, an older Duel version (migrated on the way in). Adding twice stores once. `rm` takes a
-wrong run out of every history. `sql` runs a query over the views runs (a row per run) and points
-(a row per point, process and attempt), e.g.
+wrong run out of every history. `sql` runs a query over the views runs (a row per run), points
+(a row per point, process and attempt, samples included) and figures (the same rows without
+samples, with their run's machine, start and commit), e.g.
   duel store sql "SELECT machine, count(*) FROM runs GROUP BY machine" """
 
 
@@ -56,7 +57,8 @@ def add(subparsers):
                              "its hostname)")
     removing = actions.add_parser("rm", help="remove a run from the store")
     removing.add_argument("run_id", metavar="RUN", help="a run id (duel runs lists them)")
-    asking = actions.add_parser("sql", help="run a SQL query over the views runs and points")
+    asking = actions.add_parser("sql", help="run a SQL query over the views runs, points and "
+                                            "figures")
     asking.add_argument("sql", metavar="QUERY")
     asking.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     for action in (adding, removing, asking):

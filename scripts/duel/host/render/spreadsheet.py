@@ -184,9 +184,10 @@ def _write_frame(sheet, table, empty):
                         for value in row], number_format=RATIO_FORMAT)
 
 
-def write_timeline(workbook, frame, min_effect=statistics.MIN_EFFECT):
+def write_timeline(workbook, frame, min_effect, ratios):
     """The eras against their dates (verdicts/timeline.py): figures, framework ratios, what got
-    faster from the oldest era to the newest, and the published claims beside this run."""
+    faster from the oldest era to the newest, and the published claims beside this run
+    (``ratios``: statistics.point_ratios of ``frame``)."""
     sheet = workbook.create_sheet("timeline")
     _append(sheet, ["The same points in every era of this run, oldest first (dates: "
                     "envs/eras.yaml). Intervals: 95%, Student's or Welch's t over the processes. "
@@ -195,11 +196,11 @@ def write_timeline(workbook, frame, min_effect=statistics.MIN_EFFECT):
     parts = [
         ("Each era's figure per point (ms)", timeline.medians(frame)),
         ("PyTorch / TensorFlow per point and era (< 1: PyTorch faster)",
-         timeline.framework_ratios(frame, min_effect)),
+         timeline.framework_ratios(frame, min_effect, ratios)),
         ("What got faster: newest era's time / oldest era's (< 1: faster today)",
          timeline.speedups(frame, min_effect) if several else pd.DataFrame()),
         ("Published claims, and this machine in the same era (the hardware differs: compare "
-         "directions, not seconds)", timeline.claims(frame, min_effect)),
+         "directions, not seconds)", timeline.claims(frame, min_effect, ratios)),
     ]
     for title, table in parts:
         _append(sheet, [])
@@ -209,10 +210,9 @@ def write_timeline(workbook, frame, min_effect=statistics.MIN_EFFECT):
     _widen_first_column(sheet, 10)
 
 
-def write_statistics(workbook, frame, min_effect=statistics.MIN_EFFECT):
+def write_statistics(workbook, frame, min_effect, ratios):
     sheet = workbook.create_sheet("statistics")
     _append(sheet, [statistics.method_text(min_effect)], bold=True)
-    ratios = statistics.point_ratios(frame, min_effect=min_effect)
     if ratios.empty:
         _append(sheet, ["(this run has no point that both frameworks ran)"])
         return
@@ -458,12 +458,13 @@ def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=N
     write_long(workbook, long_frame)
     write_layouts(workbook, frame, points, taken=set())
     write_ratios(workbook, frame, points)
-    write_statistics(workbook, frame, min_effect)
+    ratios = statistics.point_ratios(frame, min_effect=min_effect)  # judged once, read twice
+    write_statistics(workbook, frame, min_effect, ratios)
     write_noise(workbook, frame)
     write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
-    write_timeline(workbook, frame, min_effect)
+    write_timeline(workbook, frame, min_effect, ratios)
     write_deployment(workbook, frame, points)
     write_historical(workbook, frame)
     write_environment(workbook, long_frame)

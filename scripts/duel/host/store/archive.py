@@ -118,21 +118,24 @@ def run_ids(store):
 def writing(store):
     """Hold the store's writer lock (waiting for another writer); clear what a killed writer
     left, and make the index again where it does not match the runs (a run folder copied in by
-    hand, a store from before the index). Readers take no lock."""
+    hand, a store from before the index). Yields the index. Readers take no lock."""
     create(store)
     with open(os.path.join(store, LOCK), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         for left in glob.glob(os.path.join(store, INCOMING + "*")) + \
                 glob.glob(os.path.join(store, REMOVED + "*")):
             shutil.rmtree(left, ignore_errors=True)
-        if _current_index(store) is None:
-            _write_index(store, index_table(store))
-        yield
+        index = _current_index(store)
+        if index is None:
+            index = index_table(store)
+            _write_index(store, index)
+        yield index
 
 
-def stored_shards(store):
-    """The SHA-256 of every shard in the store."""
-    return set(pc.unique(index_table(store).column("shard_sha256")).to_pylist()) - {None}
+def stored_shards(store, index=None):
+    """The SHA-256 of every shard in the store (``index``: its index, where read already)."""
+    index = index_table(store) if index is None else index
+    return set(pc.unique(index.column("shard_sha256")).to_pylist()) - {None}
 
 
 def _parts_on_disk(store):
@@ -200,10 +203,7 @@ def _write_index(store, table):
 
 def _reindex(store, before, run_id):
     """After run ``run_id`` changed (under the lock): the index ``before`` the change with that
-    run's rows made again from its files (none where it is gone); all made anew without one."""
-    if before is None:
-        _write_index(store, index_table(store))
-        return
+    run's rows made again from its files (none where it is gone)."""
     kept = before.filter(pc.not_equal(before.column("run_id"), run_id))
     fresh = _index_of_run(store, run_id) if os.path.isdir(run_folder(store, run_id)) else []
     _write_index(store, pa.concat_tables([kept] + fresh))
@@ -220,10 +220,8 @@ def add(store, run_id, points, describe):
     run's rows)`` makes the run's one-row record (run.parquet). Returns how many shards were new.
     """
     check_run_id(run_id)
-    with writing(store):
-        before = _current_index(store)
-        known = set(pc.unique((before if before is not None else index_table(store)).column(
-            "shard_sha256")).to_pylist())
+    with writing(store) as before:
+        known = stored_shards(store, before)
         fresh = points.filter(pc.invert(pc.is_in(
             points.column("shard_sha256"), value_set=pa.array(sorted(known), pa.string()))))
         shards = sorted(set(fresh.column("shard_sha256").to_pylist()))
@@ -261,10 +259,9 @@ def remove(store, run_id):
     """Take run ``run_id`` out of the store (one rename, then the files go)."""
     version(store)
     folder = run_folder(store, run_id)
-    with writing(store):
+    with writing(store) as before:
         if not os.path.isdir(folder):
             raise StoreError("%s has no run %s (duel runs lists them)" % (store, run_id))
-        before = _current_index(store)
         gone = os.path.join(store, "%s%s-%d" % (REMOVED, run_id, os.getpid()))
         os.rename(folder, gone)
         shutil.rmtree(gone)

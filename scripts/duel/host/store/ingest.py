@@ -9,6 +9,7 @@ older layout) is one such run. Every table read from disk goes through the merge
 (tables/summary.py), so a store holds today's columns whatever version wrote them.
 """
 import datetime
+import functools
 import glob
 import hashlib
 import json
@@ -66,9 +67,9 @@ def _started(record):
         return float("-inf")
 
 
-def owners(results_dir, exclude=()):
+def owners(results_dir, exclude=(), digest=files.file_sha256):
     """{run id: (manifest record or None, [shard paths])} for every shard under the folder; runs
-    named in ``exclude`` (the run now starting) claim nothing."""
+    named in ``exclude`` (the run now starting) claim nothing. ``digest``: a shard's SHA-256."""
     shards = sorted(path for path in glob.glob(os.path.join(results_dir, SHARDS, "**", "*.parquet"),
                                                recursive=True) if ".partial-" not in path)
     manifests = [(run_id, record) for run_id, record in _manifests(results_dir)
@@ -90,19 +91,19 @@ def owners(results_dir, exclude=()):
         else:
             found.setdefault(owner[0], (owner[1], []))[1].append(path)
     if unclaimed:
-        run_id = UNRECORDED + _content_id(unclaimed)
+        run_id = UNRECORDED + _content_id(unclaimed, digest)
         found[run_id] = (None, unclaimed)
     return found
 
 
-def _content_id(paths):
-    digest = hashlib.sha256()
+def _content_id(paths, digest):
+    combined = hashlib.sha256()
     for path in sorted(paths):
-        digest.update(files.file_sha256(path).encode())
-    return digest.hexdigest()[:16]
+        combined.update(digest(path).encode())
+    return combined.hexdigest()[:16]
 
 
-def shard_rows(results_dir, paths):
+def shard_rows(results_dir, paths, digest=files.file_sha256):
     """The rows of shards as one Arrow table in today's columns, with shard and shard_sha256;
     StoreError naming a shard that cannot be read."""
     frames = []
@@ -112,7 +113,7 @@ def shard_rows(results_dir, paths):
         except summary.ShardError as error:
             raise archive.StoreError(str(error).split(". Delete it")[0])
         frame["shard"] = os.path.relpath(path, results_dir)
-        frame["shard_sha256"] = files.file_sha256(path)
+        frame["shard_sha256"] = digest(path)
         frames.append(frame)
     return _table(pd.concat(frames, ignore_index=True))
 
@@ -206,12 +207,13 @@ def add_folder(store, path, machine=None, exclude=()):
     results_dir = results_folder(path)
     archive.create(store)
     stored = archive.stored_shards(store)
-    found = owners(results_dir, exclude)
+    digest = functools.lru_cache(maxsize=None)(files.file_sha256)  # each shard read once
+    found = owners(results_dir, exclude, digest)
     tables = {}
     for run_id, (record, paths) in found.items():
-        fresh = [shard for shard in paths if files.file_sha256(shard) not in stored]
+        fresh = [shard for shard in paths if digest(shard) not in stored]
         if fresh:
-            tables[run_id] = shard_rows(results_dir, fresh)
+            tables[run_id] = shard_rows(results_dir, fresh, digest)
     if not found and os.path.exists(os.path.join(results_dir, "summary.parquet")):
         table = summary_rows(results_dir)
         run_id = UNRECORDED + table.column("shard_sha256")[0].as_py()[:16]

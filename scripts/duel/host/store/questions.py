@@ -98,26 +98,22 @@ def _rows(store, points, filters):
 
 def _figures(rows):
     """Per run and point: its figure pooled over its processes (the method's statistic) and
-    Student's t interval over them (statistics.figure_interval, made for all rows at once)."""
+    Student's t interval over them (statistics.figure_interval)."""
     ok = rows[rows["status"] == "ok"].copy()
     by_mean = ok["method"].map(contract.reported_statistic) == "mean"
     ok["figure"] = np.where(by_mean, ok["mean"], ok["median"]).astype(float)
-    ok["log"] = np.log(ok["figure"])
-    per_process = ok.groupby(RUN_KEYS + ["replicate"], dropna=False, sort=False).agg(
-        figure=("figure", "first"), log=("log", "first"))
-    runs = per_process.groupby(RUN_KEYS, dropna=False, sort=False).agg(
-        median=("figure", "median"), mean=("figure", "mean"), processes=("figure", "size"),
-        log_mean=("log", "mean"), log_std=("log", "std")).reset_index()
-    runs["figure_ms"] = np.where(runs["method"].map(contract.reported_statistic) == "mean",
-                                 runs["mean"], runs["median"])
-    t = runs["processes"].map(lambda n: statistics.T_975[max(
-        key for key in statistics.T_975 if key <= max(1, n - 1))])
-    half = t * runs["log_std"] / np.sqrt(runs["processes"])
-    several = runs["processes"] >= 2
-    runs["low_ms"] = np.where(several, np.exp(runs["log_mean"] - half), np.nan)
-    runs["high_ms"] = np.where(several, np.exp(runs["log_mean"] + half), np.nan)
+    per_process = ok.groupby(RUN_KEYS + ["replicate"], dropna=False, sort=False)["figure"].first()
+    runs = per_process.groupby(RUN_KEYS, dropna=False, sort=False).agg(list).reset_index()
+    figures = [np.asarray(values) for values in runs["figure"]]
+    by_mean = runs["method"].map(contract.reported_statistic) == "mean"
+    runs["figure_ms"] = [float(np.mean(values) if mean else np.median(values))
+                         for values, mean in zip(figures, by_mean)]
+    intervals = [statistics.figure_interval(values) or (np.nan, np.nan) for values in figures]
+    runs["low_ms"] = [low for low, _ in intervals]
+    runs["high_ms"] = [high for _, high in intervals]
+    runs["processes"] = [len(values) for values in figures]
     runs["status"] = "ok"
-    return runs
+    return runs.drop(columns="figure")
 
 
 def history(store, points, **filters):

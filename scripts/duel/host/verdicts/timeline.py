@@ -62,9 +62,11 @@ def medians(frame):
     return _dated(in_era_order(pd.DataFrame(rows)))[MEDIAN_COLUMNS]
 
 
-def framework_ratios(frame, min_effect=statistics.MIN_EFFECT):
-    """The PyTorch / TensorFlow ratio of every point in every era, with its verdict."""
-    ratios = statistics.point_ratios(frame, min_effect=min_effect)
+def framework_ratios(frame, min_effect=statistics.MIN_EFFECT, ratios=None):
+    """The PyTorch / TensorFlow ratio of every point in every era, with its verdict
+    (``ratios``: statistics.point_ratios of ``frame``, where made already)."""
+    if ratios is None:
+        ratios = statistics.point_ratios(frame, min_effect=min_effect)
     if ratios.empty:
         return ratios
     return _dated(in_era_order(ratios))
@@ -113,10 +115,12 @@ def _geomean(values):
     return float(np.exp(np.log(values).mean())) if values.size else None
 
 
-def claims(frame, min_effect=statistics.MIN_EFFECT):
-    """Each published claim beside what this run finds in the same era and device."""
+def claims(frame, min_effect=statistics.MIN_EFFECT, ratios=None):
+    """Each published claim beside what this run finds in the same era and device
+    (``ratios``: statistics.point_ratios of ``frame``, where made already)."""
     table = scopes.prepared(frame)
-    ratios = statistics.point_ratios(frame, min_effect=min_effect) if len(table) else None
+    if ratios is None and len(table):
+        ratios = statistics.point_ratios(frame, min_effect=min_effect)
     hardware_here = "; ".join(sorted(set(
         "%s, %s threads" % (row["cpu_model"], row["threads"])
         for _, row in table[table["device"] == "cpu"].iterrows()))) if len(table) else ""

@@ -64,10 +64,12 @@ def table(frame, name, row_class=None):
     return styler.to_html()
 
 
-def page(title, body):
-    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>"
-            "<style>%s</style></head><body><h1>%s</h1>\n%s\n</body></html>\n"
-            % (html.escape(title), STYLE, html.escape(title), body))
+def page(title, body, style=STYLE, nav=""):
+    """A whole page: ``title``, then ``body`` (HTML); ``nav``: links above the title."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
+            "<style>%s</style></head><body>%s<h1>%s</h1>\n%s\n</body></html>\n"
+            % (html.escape(title), style, "<nav>%s</nav>" % nav if nav else "",
+               html.escape(title), body))
 
 
 def _verdict_class(row):

@@ -119,9 +119,7 @@ def _page(title, body, depth=None):
     """A whole page: a link home (``depth`` folders below the index; None: the index), the
     title, ``body``."""
     home = _link("../" * depth + "index.html", "All runs") if depth is not None else ""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
-            "<style>%s</style></head><body><nav>%s</nav><h1>%s</h1>\n%s\n</body></html>\n"
-            % (html.escape(title), STYLE, home, html.escape(title), body))
+    return pages.page(title, body, STYLE, home)
 
 
 def _write(path, text):

@@ -98,22 +98,22 @@ def _rows(store, points, filters):
 
 def _figures(rows):
     """Per run and point: its figure pooled over its processes (the method's statistic) and
-    Student's t interval over them (statistics.figure_interval)."""
+    Student's t interval over them (statistics.log_t_intervals, all runs at once)."""
     ok = rows[rows["status"] == "ok"].copy()
     by_mean = ok["method"].map(contract.reported_statistic) == "mean"
     ok["figure"] = np.where(by_mean, ok["mean"], ok["median"]).astype(float)
-    per_process = ok.groupby(RUN_KEYS + ["replicate"], dropna=False, sort=False)["figure"].first()
-    runs = per_process.groupby(RUN_KEYS, dropna=False, sort=False).agg(list).reset_index()
-    figures = [np.asarray(values) for values in runs["figure"]]
-    by_mean = runs["method"].map(contract.reported_statistic) == "mean"
-    runs["figure_ms"] = [float(np.mean(values) if mean else np.median(values))
-                         for values, mean in zip(figures, by_mean)]
-    intervals = [statistics.figure_interval(values) or (np.nan, np.nan) for values in figures]
-    runs["low_ms"] = [low for low, _ in intervals]
-    runs["high_ms"] = [high for _, high in intervals]
-    runs["processes"] = [len(values) for values in figures]
+    ok["log"] = np.log(ok["figure"])
+    per_process = ok.groupby(RUN_KEYS + ["replicate"], dropna=False, sort=False).agg(
+        figure=("figure", "first"), log=("log", "first"))
+    runs = per_process.groupby(RUN_KEYS, dropna=False, sort=False).agg(
+        median=("figure", "median"), mean=("figure", "mean"), processes=("figure", "size"),
+        log_mean=("log", "mean"), log_std=("log", "std")).reset_index()
+    runs["figure_ms"] = np.where(runs["method"].map(contract.reported_statistic) == "mean",
+                                 runs["mean"], runs["median"])
+    runs["low_ms"], runs["high_ms"] = statistics.log_t_intervals(
+        runs["log_mean"].to_numpy(), runs["log_std"].to_numpy(), runs["processes"].to_numpy())
     runs["status"] = "ok"
-    return runs.drop(columns="figure")
+    return runs.drop(columns=["median", "mean", "log_mean", "log_std"])
 
 
 def history(store, points, **filters):

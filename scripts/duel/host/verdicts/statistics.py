@@ -163,14 +163,25 @@ def welch_ratio(top_figures, bottom_figures, ratio, confidence=CONFIDENCE):
 def figure_interval(figures, confidence=CONFIDENCE):
     """Student's t interval of one side's figure from its per-process figures (on their logs,
     around their geometric mean): (low, high), or None with fewer than two processes."""
-    if round(confidence, 6) != 0.95:
-        raise ValueError("the interval between processes is made at 95% only")
     logs = np.log(np.asarray(figures, dtype=np.float64))
     if logs.size < 2:
         return None
-    t = T_975[max(key for key in T_975 if key <= logs.size - 1)]
-    half = t * logs.std(ddof=1) / np.sqrt(logs.size)
-    return float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
+    low, high = log_t_intervals(logs.mean(), logs.std(ddof=1), logs.size, confidence)
+    return float(low), float(high)
+
+
+def log_t_intervals(log_means, log_stds, counts, confidence=CONFIDENCE):
+    """figure_interval for many sides at once, from each one's mean and standard deviation
+    (ddof 1) of its processes' log figures and their count: (lows, highs), NaN with fewer
+    than two processes."""
+    if round(confidence, 6) != 0.95:
+        raise ValueError("the interval between processes is made at 95% only")
+    counts = np.asarray(counts)
+    t = np.array([T_975[max(key for key in T_975 if key <= max(1, count - 1))]
+                  for count in np.atleast_1d(counts)]).reshape(counts.shape)
+    half = np.where(counts >= 2, t * np.asarray(log_stds) / np.sqrt(np.maximum(counts, 1)),
+                    np.nan)
+    return np.exp(np.asarray(log_means) - half), np.exp(np.asarray(log_means) + half)
 
 
 def interval_kind(replicates_a, replicates_b):

@@ -80,6 +80,8 @@ rule run_cell:
         duel=config["duel"],
         timeit=config["timeit"],
         disturbance=config["disturbance"],
+        calibrate="on" if config["disturbance"]["calibrate"] else "off",
+        fresh_processes=FRESH_PROCESSES,
         deployed=deployed_arguments,
         points=settling_points,
     shell:
@@ -99,8 +101,10 @@ rule run_cell:
         " --max-time-s {params.duel[max_time_s]} --warmup-time-s {params.duel[warmup_time_s]}"
         " --max-steal-share {params.disturbance[max_steal_share]}"
         " --max-other-share {params.disturbance[max_other_share]}"
-        " --max-canary-ratio {params.disturbance[max_canary_ratio]}"
+        " --max-canary-score {params.disturbance[max_canary_score]}"
+        " --calibrate {params.calibrate} --remeasures {params.disturbance[remeasures]}"
         " --attempts {params.disturbance[attempts]}"
+        " --fresh-processes {params.fresh_processes:q}"
         " --repeat {params.timeit[repeat]} --number {params.timeit[number]}"
         " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
         " {params.points:q}"

@@ -1,5 +1,6 @@
 # Config validation and cell planning: everything here runs before any job is scheduled.
 import functools
+import math
 import os
 import sys
 
@@ -10,7 +11,7 @@ from snakemake.utils import validate
 CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
-from duel.cell import models, modes
+from duel.cell import attempts, models, modes
 from duel.cell.adapters import deployed
 from duel.host.plan import deployment, drift, planner, references, resources
 from duel.host.provenance import runs
@@ -28,7 +29,10 @@ USE_APPTAINER = (
 # re-parse (on a SLURM node, or a subprocess) trusts it and probes nothing.
 MAIN_PROCESS = workflow.is_main_process
 
-planner.prepare_config(config)
+try:
+    planner.prepare_config(config)
+except planner.PlanError as error:
+    raise WorkflowError(str(error))
 validate(config, "../config/schema/config.schema.yaml")
 try:
     CELLS = planner.plan_cells(
@@ -410,7 +414,8 @@ def cell_runtime_min(wildcards, threads):
         config["timeit"],
         threads,
         task=wildcards.task,
-        attempts=config["disturbance"]["attempts"],
+        measurements=config["disturbance"]["attempts"]
+        * (1 + config["disturbance"]["remeasures"]),
     )
 
 
@@ -466,6 +471,21 @@ onstart:
     check_disk_here()
     store_runs()
     record_run_start()
+    start_fresh_processes()
+
+
+# The run's budget of fresh processes for disturbed points (duel/cell/attempts.py), shared by
+# its jobs on every node through the results folder.
+FRESH_PROCESSES = os.path.join("results", "retries")
+
+
+def start_fresh_processes():
+    """Give the run config disturbance's fresh_processes per job it has still to run."""
+    if not workflow.is_main_process or workflow.dryrun:
+        return
+    missing = sum(1 for path in shard_paths() if not os.path.exists(path))
+    share = config["disturbance"]["fresh_processes"]
+    attempts.write_budget(FRESH_PROCESSES, int(math.ceil(share * missing)))
 
 
 onsuccess:
@@ -531,12 +551,9 @@ def say_outcome():
         run_s = runs.wall_seconds(runs.read(RUN_MANIFEST[0])) if RUN_MANIFEST else None
         for line in outcome.lines_of_run(shard_paths(), run_s=run_s):
             print(line, file=sys.stderr)
-        failed = outcome.failed_points()
-        if config["strict"] and failed:
-            print(
-                "strict: %d failed points, so this run exits with status 1" % failed,
-                file=sys.stderr,
-            )
+        refused = outcome.strict_refusal() if config["strict"] else None
+        if refused:
+            print(refused, file=sys.stderr)
             sys.exit(1)
 
 

@@ -1,8 +1,11 @@
 """Shared helpers: paths, and running the real workflow in a temporary directory."""
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import yaml
@@ -21,9 +24,9 @@ QUICK = {
     "duel": {"warmup_calls": 1, "min_samples": 3, "min_time_s": 0.02, "max_samples": 50,
              "max_time_s": 5.0},
     "timeit": {"repeat": 3, "number": 2},
-    # The suite's two workers share the machine: a point run again would meet the other
-    # worker's load again. Runs of the suite measure once (test_attempts runs attempts).
-    "disturbance": {"attempts": 1},
+    # The suite's two workers share the machine: a point measured again would meet the other
+    # worker's load again. Runs of the suite measure once (test_disturbed_cell measures again).
+    "disturbance": {"remeasures": 0, "attempts": 1},
 }
 
 
@@ -208,6 +211,46 @@ def in_cost_order(items):
     for index, item in enumerate(items):
         first_seen.setdefault(str(item.fspath), index)
     return sorted(items, key=lambda item: (rank[str(item.fspath)], first_seen[str(item.fspath)]))
+
+
+# A test marked ``alone`` judges the machine's own noise (a quiet cell is not disturbed), so it
+# runs while no other test does: it takes the suite's gate and then its room exclusively; every
+# other test passes the gate and holds the room shared, from its setup to its teardown (module
+# fixtures included), so the alone test waits for the running test and the next one waits for it.
+def _lock_files(config):
+    run = getattr(config, "workerinput", {}).get("testrunuid")
+    if run is None:  # one process: nothing runs beside a test
+        return None
+    folder = os.path.join(tempfile.gettempdir(), "duel-tests-%s" % run)
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "gate"), os.path.join(folder, "room")
+
+
+@contextlib.contextmanager
+def _held(path, mode):
+    with open(path, "a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    files = _lock_files(item.config)
+    if files is None:
+        yield
+        return
+    gate, room = files
+    if item.get_closest_marker("alone"):
+        with _held(gate, fcntl.LOCK_EX), _held(room, fcntl.LOCK_EX):
+            yield
+        return
+    with _held(gate, fcntl.LOCK_SH):
+        pass
+    with _held(room, fcntl.LOCK_SH):
+        yield
 
 
 @pytest.fixture(scope="session")

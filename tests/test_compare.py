@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, snakemake, write_config
-from duel.cell import contract, shard
+from duel.cell import conditions, contract, shard
 from duel.host.compare import changes
 
 from duel.host.cli import main as duel
@@ -183,11 +183,22 @@ def test_other_hardware_is_said_loudly_in_the_first_line(tmp_path):
     assert (output / "comparison.md").read_text().splitlines()[0].startswith("**" + first)
 
 
-def with_canary(rows, milliseconds):
+def with_canary(rows, milliseconds, rule=conditions.RULE):
+    """Rows timed with a canary, and judged by ``rule`` (which names the canary too)."""
     for row in rows:
         if row["status"] == "ok":
-            row.update(canary_before_ms=milliseconds, canary_after_ms=milliseconds * 1.02)
+            row.update(canary_before_ms=milliseconds, canary_after_ms=milliseconds * 1.02,
+                       disturbance_rule=rule)
     return rows
+
+
+@pytest.mark.unit
+def test_canaries_of_the_old_rule_are_not_the_machine_beside_todays():
+    base = changes.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=1), 1.0, "canary-ratio")))
+    new = changes.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=2), 2.0)))
+    result = changes.compare(base, new)
+    assert result.machine_shift == 1.0
+    assert any("(the 192x192 canary) in base" in line for line in result.warnings)
 
 
 @pytest.mark.unit

@@ -1,49 +1,87 @@
-"""A real cell whose points count as disturbed: each runs again in a fresh process, every
-attempt's row is kept, only the last counts, and each point's line reaches the progress
-descriptor (scripts/cell/run_cell.py, duel/cell/attempts.py)."""
+"""A real cell beside a neighbour pinned to one of its cores: its points are flagged, measured
+again in the same process, then in a fresh process while the run's budget lasts; every row is
+kept and only each point's last counts. The same cell with nothing beside it is not flagged.
+Both judge the machine's own noise, so they run alone (tests/conftest.py)."""
 import os
 import subprocess
 import sys
+import time
 
 import pyarrow.parquet as pq
 import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS
+from duel.cell import attempts
 
-pytestmark = pytest.mark.framework
+pytestmark = [pytest.mark.framework, pytest.mark.alone]
 
 
-def test_disturbed_points_run_again_in_fresh_processes_and_every_attempt_is_kept(tmp_path):
+def run_cell(tmp_path, *extra):
+    """The cell (tiny BERT, PyTorch eager, both CPUs); (its rows, stderr, progress lines)."""
     output = str(tmp_path / "cell.parquet")
-    duel = QUICK["duel"]
     read, write = os.pipe()
     command = [sys.executable, os.path.join(REPO, "scripts", "cell", "run_cell.py"),
                "--framework", "pytorch", "--mode", "eager",
                "--model-config", os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
-               "--batch-sizes", "1", "--sequence-lengths", "4,8", "--threads", "1",
-               "--warmup-calls", str(duel["warmup_calls"]), "--min-samples", "3",
-               "--min-time-s", "0", "--max-time-s", "5",
-               # every canary is slower than a millionth of the fastest: all disturbed
-               "--max-canary-ratio", "1e-6", "--attempts", "2",
-               "--progress-fd", str(write), "--output", output]
+               "--batch-sizes", "1", "--sequence-lengths", "4,8", "--threads", "2",
+               "--warmup-calls", str(QUICK["duel"]["warmup_calls"]), "--min-samples", "5",
+               "--min-time-s", "0.3", "--max-time-s", "5",
+               "--progress-fd", str(write), "--output", output] + list(extra)
     result = subprocess.run(command, capture_output=True, text=True, timeout=600,
                             pass_fds=(write,))
     os.close(write)
     with os.fdopen(read) as handle:
         progress = handle.read().splitlines()
     assert result.returncode == 0, result.stderr[-4000:]
-    rows = pq.read_table(output).to_pylist()
-    assert sorted((row["seq_len"], row["attempt"], row["counted"]) for row in rows) == [
-        (4, 1, False), (4, 2, True), (8, 1, False), (8, 2, True)]
+    return pq.read_table(output).to_pylist(), result.stderr, progress
+
+
+def neighbour_on(cpu):
+    """A busy loop pinned to ``cpu``, until killed."""
+    process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(process.pid, [cpu])
+    time.sleep(0.2)
+    return process
+
+
+def test_points_beside_a_neighbour_are_measured_again_then_in_a_fresh_process(tmp_path):
+    budget = str(tmp_path / "retries")
+    attempts.write_budget(budget, 1)
+    neighbour = neighbour_on(max(os.sched_getaffinity(0)))
+    try:
+        rows, stderr, progress = run_cell(tmp_path, "--remeasures", "1", "--attempts", "3",
+                                          "--fresh-processes", budget)
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    # per point: measured, again in its process, then in the one fresh process the budget had
+    assert sorted((row["seq_len"], row["attempt"], row["remeasure"], row["counted"])
+                  for row in rows) == [
+        (4, 1, 0, False), (4, 1, 1, False), (4, 2, 0, False), (4, 2, 1, True),
+        (8, 1, 0, False), (8, 1, 1, False), (8, 2, 0, False), (8, 2, 1, True)]
     for row in rows:
-        # the canary's limit is what marks every point; the suite's other worker may add
-        # "other processes" beside it
-        reasons = row["disturbed"].split("; ")
-        assert row["status"] == "ok" and any(reason.startswith("canary ") for reason in reasons)
-        assert row["startup_s"] > 0 and row["job_wall_s"] >= row["startup_s"]
-        assert row["steal_ms"] is not None and row["other_cpu_ms"] is not None
-    assert "2 disturbed point(s) run again in a fresh process (attempt 2)" in result.stderr
+        assert row["status"] == "ok" and "other processes" in row["disturbed"]
+        assert row["disturbance_rule"] == "canary-score" and row["other_cpu_ms"] > 0
+    assert "2 disturbed point(s) run again in a fresh process (attempt 2)" in stderr
+    assert "2 point(s) still disturbed; the run's fresh processes for disturbed points are " \
+           "spent" in stderr
     assert [line.split(":")[0] for line in progress] == [
-        "tiny-bert-16pos pytorch eager 1x4 duel r1", "tiny-bert-16pos pytorch eager 1x8 duel r1",
+        "tiny-bert-16pos pytorch eager 1x4 duel r1",
+        "tiny-bert-16pos pytorch eager 1x4 duel r1 again 1",
+        "tiny-bert-16pos pytorch eager 1x8 duel r1",
+        "tiny-bert-16pos pytorch eager 1x8 duel r1 again 1",
         "tiny-bert-16pos pytorch eager 1x4 duel r1 attempt 2",
-        "tiny-bert-16pos pytorch eager 1x8 duel r1 attempt 2"]
+        "tiny-bert-16pos pytorch eager 1x4 duel r1 attempt 2 again 1",
+        "tiny-bert-16pos pytorch eager 1x8 duel r1 attempt 2",
+        "tiny-bert-16pos pytorch eager 1x8 duel r1 attempt 2 again 1"]
+    assert all(", disturbed: other processes" in line for line in progress)
+
+
+def test_the_same_cell_with_nothing_beside_it_is_not_flagged(tmp_path):
+    rows, stderr, _ = run_cell(tmp_path, "--remeasures", "2", "--attempts", "2")
+    counted = [row for row in rows if row["counted"]]
+    assert sorted(row["seq_len"] for row in counted) == [4, 8]
+    assert not any(row["disturbed"] for row in counted), [row["disturbed"] for row in rows]
+    assert all(len(row["canary_calibration_ms"]) == 15 for row in rows)
+    assert all(row["canary_score"] is not None for row in rows)
+    assert "fresh process" not in stderr

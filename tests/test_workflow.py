@@ -107,7 +107,9 @@ def test_a_strict_run_with_failed_points_exits_non_zero_after_writing_everything
     result = snakemake(workdir, "--cores", "all", "--configfile", config, "--forcerun",
                        "merge_shards", "--config", "strict=true", check=False)
     assert result.returncode == 1, result.stderr[-3000:]
-    assert "strict: 24 failed points, so this run exits with status 1" in result.stderr
+    # beside the suite's other worker some points may also stay disturbed: that is said too
+    assert re.search(r"^strict: 24 failed points( and \d+ still disturbed points)?, so this run "
+                     r"exits with status 1$", result.stderr, re.M), result.stderr[-3000:]
     assert any(line.startswith("Duel: 72 points: ") for line in result.stderr.splitlines())
     assert os.path.exists(os.path.join(str(workdir), "results", "statistics", "pairs.csv"))
 

@@ -3,10 +3,12 @@
 
 A cell is one era x device x framework x mode x task x model; it sweeps every batch size x
 sequence length x timing method inside one fresh process (imports and the model build are paid
-once). This script starts that process, judges each point it measured (conditions.disturbance:
-the host's steal time, other processes on its CPUs, the canary) and runs the disturbed points
-again in another fresh process, ``--attempts`` processes at most; the shard keeps every
-attempt's row, and only each point's last counts. The workflow runs this script once per cell;
+once). That process judges each point as it measures it (conditions.Judge: the host's steal
+time, other processes on its CPUs, the canary against its own spread on this host) and measures
+a disturbed point again at once, ``--remeasures`` times at most; a point still disturbed runs
+again in another fresh process, ``--attempts`` processes at most, while the run's budget of
+fresh processes lasts (``--fresh-processes``). The shard keeps every row, and only each
+point's last counts. The workflow runs this script once per cell;
 it also runs by hand, e.g.
 
     python scripts/cell/run_cell.py --framework pytorch --mode eager \\
@@ -116,13 +118,23 @@ def parse_args(argv=None):
         "disturbed points (conditions.disturbance; 0 switches a limit off)")
     disturbed.add_argument("--max-steal-share", type=float, default=0.05,
                            help="the host's steal time over the point's CPU time")
-    disturbed.add_argument("--max-other-share", type=float, default=0.10,
-                           help="other processes' CPU time on the point's CPUs over its CPU time")
-    disturbed.add_argument("--max-canary-ratio", type=float, default=1.5,
-                           help="the canary around the point over the job's fastest canary")
+    disturbed.add_argument("--max-other-share", type=float, default=0.05,
+                           help="other processes' CPU time on the point's CPUs over one CPU's")
+    disturbed.add_argument("--max-canary-score", type=float, default=3.5,
+                           help="the canary around the point in robust spreads above the "
+                                "median of this process's canary readings")
+    disturbed.add_argument("--calibrate", choices=["on", "off"], default="on",
+                           help="time the canary back to back once the model is built, so the "
+                                "first points are judged against this host's spread")
+    disturbed.add_argument("--remeasures", type=int, default=0,
+                           help="times a disturbed point is measured again in the same process "
+                                "(default 0; the workflow gives config disturbance's)")
     disturbed.add_argument("--attempts", type=int, default=1,
                            help="processes per job at most, the first included (default 1: no "
                                 "point runs again; the workflow gives config disturbance's)")
+    disturbed.add_argument("--fresh-processes", default=None, metavar="FOLDER",
+                           help="the run's budget of fresh processes for disturbed points (a "
+                                "folder holding a file 'budget'; default: no budget)")
     disturbed.add_argument("--attempt", type=int, default=None,
                            help="measure in this process as attempt N and write its rows (the "
                                 "job's own processes are started with it)")
@@ -151,7 +163,7 @@ def settings_digest(args, spec):
     settings = dict(vars(args))
     # not what the numbers depend on
     for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build",
-                  "attempt", "points"):
+                  "attempt", "points", "fresh_processes"):
         settings.pop(where)
     settings.pop("accept_drift")  # recorded, but it changes no number
     settings["architecture"] = spec.architecture
@@ -199,14 +211,16 @@ def progress_fds(args):
 
 
 def run_job(args, argv):
-    """Measure the cell in fresh processes until no counted point is disturbed or ``--attempts``
-    processes have run; write every attempt's rows to the shard."""
-    from duel.cell import attempts, conditions, shard
+    """Measure the cell in fresh processes until no counted point is disturbed, ``--attempts``
+    processes have run or the run's budget of fresh processes is spent; write every row to the
+    shard."""
+    from duel.cell import attempts, shard
 
-    limits = conditions.Limits(args.max_steal_share, args.max_other_share,
-                               args.max_canary_ratio, max(1, args.attempts))
+    limits = job_limits(args)
     rows, points = [], args.points
-    for attempt in range(1, limits.attempts + 1):
+    attempt = 0
+    while True:
+        attempt += 1
         partial = "%s.attempt-%d" % (args.output, attempt)
         status = subprocess.call(attempt_command(argv, attempt, points, partial),
                                  pass_fds=progress_fds(args))
@@ -221,9 +235,15 @@ def run_job(args, argv):
         points = attempts.judge(rows, limits)
         if not points:
             break
-        if attempt < limits.attempts:
-            sys.stderr.write("run_cell.py: %d disturbed point(s) run again in a fresh process "
-                             "(attempt %d)\n" % (len(points), attempt + 1))
+        if not attempts.take_fresh_process(args.fresh_processes):
+            sys.stderr.write("run_cell.py: %d point(s) still disturbed; the run's fresh processes "
+                             "for disturbed points are spent, so they count as measured\n"
+                             % len(points))
+            break
+        sys.stderr.write("run_cell.py: %d disturbed point(s) run again in a fresh process "
+                         "(attempt %d)\n" % (len(points), attempt + 1))
+    from duel.cell import shard
+
     job_wall_s = time.time() - STARTED
     for row in rows:
         row["job_wall_s"] = job_wall_s
@@ -233,6 +253,15 @@ def run_job(args, argv):
     sys.stderr.write("wrote %s: %d points, %d failed, %d rows of %d attempt(s)\n"
                      % (args.output, len(counted), failed, len(rows), attempt))
     return 0
+
+
+def job_limits(args):
+    """The disturbance limits of the command line (conditions.Limits)."""
+    from duel.cell import conditions
+
+    return conditions.Limits(args.max_steal_share, args.max_other_share, args.max_canary_score,
+                             args.calibrate == "on", max(0, args.remeasures),
+                             max(1, args.attempts))
 
 
 def measure(args):
@@ -289,7 +318,7 @@ def measure(args):
     if progress_fds(args):
         progress = os.fdopen(args.progress_fd, "w", 1)
     rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns, started=STARTED,
-                           progress=progress)
+                           progress=progress, judge=conditions.Judge(job_limits(args)))
     shard.write_shard(rows, args.output)
     return 0
 

@@ -12,9 +12,9 @@ settings remove what can be removed and record the rest, in every shard:
   before and just after each point (``canary_before_ms``, ``canary_after_ms``), so a reader
   sees when the machine changed speed during a point.
 - What else ran: the host's steal time and other processes' CPU time on the point's CPUs
-  (``steal_ms``, ``other_cpu_ms``, from /proc/stat). A point whose canary, steal or neighbours
-  pass the limits (``disturbance``) is marked and runs again in a fresh process
-  (scripts/cell/run_cell.py); every attempt's row is kept.
+  (``steal_ms``, ``other_cpu_ms``, from /proc/stat). A point whose steal, neighbours or canary
+  pass the limits (``disturbance``) is marked and measured again, first in the same process
+  (sweep.py), then in a fresh one (scripts/cell/run_cell.py); every row is kept.
 - Garbage collection: collected before the samples and switched off while they are taken, as
   timeit (and so the timeit method) and torch.utils.benchmark do; collections that still fall
   inside the samples (a framework calling gc.collect itself) are counted per point
@@ -57,6 +57,11 @@ def describe_cpus(cpus):
     return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in ranges)
 
 
+# The CPUs bind_process bound this process to: the point's CPUs, which CpuWatch watches. OpenMP
+# then binds the main thread to the first of them alone, so its own affinity is not the answer.
+BOUND_CPUS = []
+
+
 def bind_process(threads, environ=None):
     """Bind this process to its CPUs and OpenMP threads to places, before any framework is
     imported; returns the columns that record it."""
@@ -67,6 +72,7 @@ def bind_process(threads, environ=None):
             os.sched_setaffinity(0, cpus)
         except OSError:  # a container or scheduler may forbid it: record what we have
             cpus = sorted(os.sched_getaffinity(0))
+    BOUND_CPUS[:] = cpus or []
     for name, value in OPENMP_BINDING.items():
         environ.setdefault(name, value)
     return {
@@ -96,19 +102,25 @@ def gc_paused(counter):
             gc.enable()
 
 
-CANARY_SIZE = 192
+# The canary: a small float64 product, below the size at which BLAS starts its threads, so it
+# runs in the calling thread alone. A product big enough to be threaded meets the framework's
+# own threads still spinning after a point, and its time jumps between two values (one core or
+# two) with nothing else running.
+CANARY_SIZE = 64
+CANARY_PRODUCTS = 25
 CANARY_RUNS = 5
 
 
-def canary_ms(size=CANARY_SIZE, runs=CANARY_RUNS):
-    """The median time (ms) of a fixed float64 matrix product: the machine's speed right now.
-    One untimed product first: a process's first one starts the BLAS threads (tens of ms)."""
+def canary_ms(size=CANARY_SIZE, runs=CANARY_RUNS, products=CANARY_PRODUCTS):
+    """The median time (ms) of ``products`` fixed matrix products, over ``runs``: the machine's
+    speed right now. One untimed product first (a process's first one loads BLAS)."""
     matrix = np.random.RandomState(0).standard_normal((size, size))
     np.dot(matrix, matrix)
     times = []
     for _ in range(runs):
         before = time.perf_counter()
-        np.dot(matrix, matrix)
+        for _ in range(products):
+            np.dot(matrix, matrix)
         times.append((time.perf_counter() - before) * 1000.0)
     return float(np.median(times))
 
@@ -143,13 +155,15 @@ def own_cpu_s():
 
 class CpuWatch(object):
     """What else used a point's CPUs while it ran: the host's steal time and the CPU time of
-    every other process on the CPUs this one is bound to (their busy time less this process's
+    every other process on the CPUs this one is bound to (BOUND_CPUS; their busy time less
+    this process's
     own), both in milliseconds; None where /proc/stat cannot be read. Clock ticks are 10 ms, so
     a figure below a few ticks is noise."""
 
     def __init__(self, cpus=None):
         if cpus is None:
-            cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+            cpus = list(BOUND_CPUS) or (sorted(os.sched_getaffinity(0))
+                                        if hasattr(os, "sched_getaffinity") else [])
         self.cpus = cpus
         self.tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
 
@@ -167,29 +181,99 @@ class CpuWatch(object):
                 "other_cpu_ms": max(0.0, busy_ms - (own - self._own) * 1000.0)}
 
 
-# When a point counts as disturbed (config key disturbance): the host stole more than
-# ``max_steal_share`` of its CPUs' time, other processes used more than ``max_other_share`` of
-# it, or the canary around it ran ``max_canary_ratio`` times slower than the fastest canary its
-# job saw (a limit of 0 is off). A disturbed point runs again in a fresh process, ``attempts``
-# processes at most.
-Limits = namedtuple("Limits", "max_steal_share max_other_share max_canary_ratio attempts")
-LIMITS = Limits(max_steal_share=0.05, max_other_share=0.10, max_canary_ratio=1.5, attempts=3)
+# When a point counts as disturbed (config key disturbance; a limit of 0 is off):
+# - the host stole more than ``max_steal_share`` of its CPUs' time;
+# - other processes used more than ``max_other_share`` of one CPU's time on its CPUs: parallel
+#   work runs at the pace of its slowest core, so a neighbour on one core slows the whole point;
+# - its canary is an outlier against the canary's own spread in this process: a robust score
+#   (the log of the faster of its two canaries, less the median log of the readings before it,
+#   over 1.4826 median absolute deviations) above ``max_canary_score``. The faster: a slowdown
+#   that lasts through the point slows both, while one canary alone (a millisecond) also sees
+#   blips that a point of a second does not feel, such as the framework's threads still spinning. The readings are a short
+#   calibration when the model is built (``calibrate``) and the canaries of the points before it.
+#   A score is a distance in the host's own noise, so it means the same on a quiet and a noisy
+#   host, where a ratio to the fastest reading flags most points on a noisy one.
+# A disturbed point is measured again at once in the same process, ``remeasures`` times at most
+# (a neighbour or a steal burst is an event in time), then in a fresh process of the job,
+# ``attempts`` processes at most, while the run's budget of fresh processes lasts
+# (duel/cell/attempts.py).
+Limits = namedtuple("Limits", "max_steal_share max_other_share max_canary_score calibrate "
+                              "remeasures attempts")
+LIMITS = Limits(max_steal_share=0.05, max_other_share=0.05, max_canary_score=3.5, calibrate=True,
+                remeasures=2, attempts=2)
+# The rule every row of this code was judged by (column disturbance_rule), which names its
+# canary too; rows judged by a ratio to the job's fastest canary ("canary-ratio") timed a
+# threaded 192x192 product.
+RULE = "canary-score"
+# Readings taken back to back once the model is built, and the fewest readings a score needs.
+CALIBRATION_READINGS = 15
+MIN_READINGS = 5
+# The smallest spread a score divides by (log scale, about 2%): a host whose canary hardly
+# varies must not turn a clock tick into an outlier.
+SPREAD_FLOOR = 0.02
 
 
-def disturbance(row, baseline_canary_ms, limits=LIMITS):
-    """Why the point ``row`` (contract columns) was disturbed, in a few words, or None."""
-    if row.get("status") != "ok" or not row.get("point_wall_s"):
+def canary_spread(readings):
+    """(median ms, robust spread on the log scale) of canary ``readings``; the spread is 1.4826
+    median absolute deviations of their logs (a standard deviation, were they normal)."""
+    logs = np.log(np.asarray(readings, dtype=float))
+    center = float(np.median(logs))
+    return float(np.exp(center)), 1.4826 * float(np.median(np.abs(logs - center)))
+
+
+def canary_score(value_ms, readings):
+    """How many robust spreads ``value_ms`` lies above the median of ``readings``; None with
+    fewer than MIN_READINGS readings."""
+    if value_ms is None or len(readings) < MIN_READINGS:
         return None
-    capacity_ms = row["point_wall_s"] * 1000.0 * max(1, row.get("threads") or 1)
-    reasons = []
-    for column, share, what in (("steal_ms", limits.max_steal_share, "host steal"),
-                                ("other_cpu_ms", limits.max_other_share, "other processes")):
-        value = row.get(column)
-        if share and value is not None and value > share * capacity_ms:
-            reasons.append("%s %.0f%% of its CPU time" % (what, 100.0 * value / capacity_ms))
+    center_ms, spread = canary_spread(readings)
+    return (np.log(value_ms) - np.log(center_ms)) / max(spread, SPREAD_FLOOR)
+
+
+def disturbance(row, readings, limits=LIMITS):
+    """(why the point ``row`` was disturbed in a few words or None, its canary score or None),
+    the canary judged against ``readings`` (the canary readings before the point)."""
     canaries = [row.get(name) for name in ("canary_before_ms", "canary_after_ms")
                 if row.get(name) is not None]
-    if canaries and baseline_canary_ms and limits.max_canary_ratio and \
-            max(canaries) > limits.max_canary_ratio * baseline_canary_ms:
-        reasons.append("canary %.1fx the job's fastest" % (max(canaries) / baseline_canary_ms))
-    return "; ".join(reasons) or None
+    score = canary_score(min(canaries), readings) if canaries else None
+    if row.get("status") != "ok" or not row.get("point_wall_s"):
+        return None, score
+    wall_ms = row["point_wall_s"] * 1000.0
+    reasons = []
+    steal, other = row.get("steal_ms"), row.get("other_cpu_ms")
+    threads = max(1, row.get("threads") or 1)
+    if limits.max_steal_share and steal is not None and \
+            steal > limits.max_steal_share * wall_ms * threads:
+        reasons.append("host steal %.0f%% of its CPU time" % (100.0 * steal / (wall_ms * threads)))
+    if limits.max_other_share and other is not None and other > limits.max_other_share * wall_ms:
+        reasons.append("other processes %.0f%% of a CPU" % (100.0 * other / wall_ms))
+    if limits.max_canary_score and score is not None and score > limits.max_canary_score:
+        reasons.append("canary score %.1f" % score)
+    return "; ".join(reasons) or None, score
+
+
+class Judge(object):
+    """Judges each point a process measures as it is measured (``disturbance``), against the
+    canary readings this process has taken: its calibration, then every point's canaries."""
+
+    def __init__(self, limits=LIMITS):
+        self.limits = limits
+        self.calibration = []
+        self.readings = []
+
+    def calibrate(self, readings=CALIBRATION_READINGS):
+        """The canary's spread on this host right now, before the first point."""
+        if self.limits.calibrate:
+            self.calibration = [canary_ms() for _ in range(readings)]
+            self.readings = list(self.calibration)
+
+    def __call__(self, row):
+        """Mark ``row`` (its disturbance columns); returns why it was disturbed, or None."""
+        reason, score = disturbance(row, self.readings, self.limits)
+        center_ms, spread = canary_spread(self.readings) if self.readings else (None, None)
+        row.update(disturbed=reason, canary_score=score, canary_center_ms=center_ms,
+                   canary_spread=spread, canary_calibration_ms=list(self.calibration),
+                   disturbance_rule=RULE)
+        self.readings += [row[name] for name in ("canary_before_ms", "canary_after_ms")
+                          if row.get(name) is not None]
+        return reason

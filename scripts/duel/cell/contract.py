@@ -52,11 +52,14 @@ OUTCOME = [
     ("status", pa.string()),  # ok, oom, error, skipped
     ("message", pa.string()),
 ]
-# A job runs its cell in a fresh process, and a point disturbed there runs again in another
-# (scripts/cell/run_cell.py): every attempt's row is kept, and only the last one counts.
+# A job runs its cell in a fresh process; a point disturbed there is measured again in the same
+# process (sweep.py), then in another process (scripts/cell/run_cell.py): every row is kept, and
+# only each point's last one counts.
 ATTEMPT = [
     ("attempt", pa.int64()),  # which process of the job measured the row: 1, 2, ...
+    ("remeasure", pa.int64()),  # 0, then 1, 2, ... for a point measured again in that process
     ("disturbed", pa.string()),  # why the point counts as disturbed (conditions.disturbance)
+    ("disturbance_rule", pa.string()),  # the rule that judged it (conditions.RULE)
     ("counted", pa.bool_()),  # the row the statistics use (false: a disturbed row run again)
     ("startup_s", pa.float64()),  # that process from its start to its first point (imports, build)
     ("job_wall_s", pa.float64()),  # the whole job, every attempt, from its start to its shard
@@ -79,6 +82,10 @@ TIMING = [
     ("gc_collections", pa.int64()),  # garbage collections inside the duel samples (conditions)
     ("canary_before_ms", pa.float64()),  # the fixed canary workload just before the point...
     ("canary_after_ms", pa.float64()),  # ...and just after it (conditions.canary_ms)
+    ("canary_score", pa.float64()),  # the slower of the two in robust spreads above the median
+    ("canary_center_ms", pa.float64()),  # the median of the readings it was judged against
+    ("canary_spread", pa.float64()),  # their robust spread, log scale (conditions.canary_spread)
+    ("canary_calibration_ms", pa.list_(pa.float64())),  # the process's calibration readings
     ("steal_ms", pa.float64()),  # the host's steal time on the point's CPUs during the point
     ("other_cpu_ms", pa.float64()),  # other processes' CPU time there (conditions.CpuWatch)
 ]

@@ -134,10 +134,12 @@ SweepSettings = namedtuple("SweepSettings", "seed duel timeit reference_dir lear
 
 
 def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr, started=None,
-              progress=None):
-    """Build the model once, then run every point; returns one contract row per point.
-    ``started``: when the process started (time.time()), for each row's ``startup_s``;
-    ``progress``: a stream that gets each point's line too (the run's console)."""
+              progress=None, judge=None):
+    """Build the model once, then run every point; returns one contract row per point and
+    measurement. ``started``: when the process started (time.time()), for each row's
+    ``startup_s``; ``progress``: a stream that gets each point's line too (the run's console);
+    ``judge`` (conditions.Judge): marks each row as it is measured, and a disturbed point is
+    measured again at once, ``judge.limits.remeasures`` times at most."""
     build_error = None
     unsupported = adapter.unsupported_reason(spec)
     try:
@@ -147,49 +149,63 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
         traceback.print_exc(file=log)
         build_error = "model build failed: " + contract.error_line(error)
     startup_s = time.time() - started if started is not None else None
+    if judge is not None and not (unsupported or build_error):
+        judge.calibrate()
+    remeasures = judge.limits.remeasures if judge is not None else 0
     rows = []
     for point in points:
-        row = contract.empty_row()
-        row.update(environment)
-        row.update(cell._asdict())
-        row.update(point._asdict())
-        row["startup_s"] = startup_s
-        row["flops"] = flops.point_flops(spec, cell.task, point.batch_size, point.seq_len)
-        limit = spec.max_sequence_length
-        if unsupported:
-            row["status"], row["message"] = "skipped", unsupported
-        elif limit is not None and point.seq_len > limit:
-            row["status"] = "skipped"
-            row["message"] = "sequence length %d exceeds the model's maximum of %d" % (
-                point.seq_len,
-                limit,
-            )
-        elif adapter.point_unsupported(point):
-            row["status"], row["message"] = "skipped", adapter.point_unsupported(point)
-        elif build_error:
-            row["status"], row["message"] = "error", build_error
-        else:
-            try:
-                columns, call = measure(adapter, spec, point, settings)
-                row.update(columns)
-                row["status"] = "ok"
-                reported = row[contract.reported_statistic(point.method)]
-                row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
-                problem = adapter.graph_problem(columns)
-                if problem:
-                    row["status"], row["message"] = "error", problem
-                elif cell.task == "training":
-                    row.update(judge_training(columns))
-                else:
-                    row.update(judge_output(adapter, call, point, settings))
-            except Exception as error:  # the point fails, the sweep goes on
-                traceback.print_exc(file=log)
-                row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"
-                row["message"] = contract.error_line(error)
-            adapter.release_point()
-        say(point_line(row), log, progress)
-        rows.append(row)
+        for remeasure in range(1 + remeasures):
+            row = point_row(adapter, spec, cell, point, settings, environment, log,
+                            unsupported, build_error)
+            row.update(startup_s=startup_s, remeasure=remeasure)
+            reason = judge(row) if judge is not None else None
+            say(point_line(row), log, progress)
+            rows.append(row)
+            if not reason:
+                break
     return rows
+
+
+def point_row(adapter, spec, cell, point, settings, environment, log, unsupported, build_error):
+    """One measurement of ``point``: its contract row, whatever happens."""
+    row = contract.empty_row()
+    row.update(environment)
+    row.update(cell._asdict())
+    row.update(point._asdict())
+    row["flops"] = flops.point_flops(spec, cell.task, point.batch_size, point.seq_len)
+    limit = spec.max_sequence_length
+    if unsupported:
+        row["status"], row["message"] = "skipped", unsupported
+    elif limit is not None and point.seq_len > limit:
+        row["status"] = "skipped"
+        row["message"] = "sequence length %d exceeds the model's maximum of %d" % (
+            point.seq_len,
+            limit,
+        )
+    elif adapter.point_unsupported(point):
+        row["status"], row["message"] = "skipped", adapter.point_unsupported(point)
+    elif build_error:
+        row["status"], row["message"] = "error", build_error
+    else:
+        try:
+            columns, call = measure(adapter, spec, point, settings)
+            row.update(columns)
+            row["status"] = "ok"
+            reported = row[contract.reported_statistic(point.method)]
+            row["achieved_gflops"] = flops.achieved_gflops(row["flops"], reported)
+            problem = adapter.graph_problem(columns)
+            if problem:
+                row["status"], row["message"] = "error", problem
+            elif cell.task == "training":
+                row.update(judge_training(columns))
+            else:
+                row.update(judge_output(adapter, call, point, settings))
+        except Exception as error:  # the point fails, the sweep goes on
+            traceback.print_exc(file=log)
+            row["status"] = "oom" if adapter.is_out_of_memory(error) else "error"
+            row["message"] = contract.error_line(error)
+        adapter.release_point()
+    return row
 
 
 def point_line(row):
@@ -201,11 +217,16 @@ def point_line(row):
                                        row["replicate"])
     if (row.get("attempt") or 1) > 1:
         where += " attempt %d" % row["attempt"]
+    if row.get("remeasure"):
+        where += " again %d" % row["remeasure"]
     if row["status"] != "ok":
         return "%s: %s: %s" % (where, row["status"], contract.first_line(row["message"] or ""))
     figure = row[contract.reported_statistic(row["method"])]
     spread = 100.0 * row["std"] / row["mean"] if row["mean"] else 0.0
-    return "%s: %.3f ms (n %d, %.1f%%)" % (where, figure, row["n_samples"], spread)
+    line = "%s: %.3f ms (n %d, %.1f%%)" % (where, figure, row["n_samples"], spread)
+    if row.get("disturbed"):
+        line += ", disturbed: " + row["disturbed"]
+    return line
 
 
 def say(line, *streams):

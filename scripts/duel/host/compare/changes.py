@@ -35,7 +35,7 @@ from collections import namedtuple
 import numpy as np
 import pandas as pd
 
-from duel.cell import contract
+from duel.cell import conditions, contract
 
 from duel.host.tables import replicates, summary
 from duel.host.verdicts import statistics
@@ -117,9 +117,13 @@ def _canary(frame):
     after each point, two rows per point and replicate), with the point's keys and numpy version."""
     ok = replicates.counted(frame)
     ok = ok[ok["status"] == "ok"]
-    timings = [ok[MATCH + ["numpy_version"]].assign(
-        canary_ms=pd.to_numeric(ok[name], errors="coerce"))
-        for name in ("canary_before_ms", "canary_after_ms")]
+    # what timed them: the numpy, and the canary of the rule that judged them (conditions.RULE)
+    who = [_text(numpy) if rule == conditions.RULE
+           else "%s (the 192x192 canary)" % (_text(numpy) or "unknown")
+           for numpy, rule in zip(ok["numpy_version"], ok["disturbance_rule"])]
+    timings = [ok[MATCH].assign(numpy_version=who,
+                                canary_ms=pd.to_numeric(ok[name], errors="coerce"))
+               for name in ("canary_before_ms", "canary_after_ms")]
     return pd.concat(timings, ignore_index=True)
 
 
@@ -128,7 +132,7 @@ def point_canary(frame):
     before and after it in any replicate (``canary_ms``; absent in runs without a canary), and
     the numpy that timed it (``canary_numpy``)."""
     canary = _canary(frame).dropna(subset=["canary_ms"])
-    canary = canary.assign(canary_numpy=[_text(value) for value in canary["numpy_version"]])
+    canary = canary.assign(canary_numpy=canary["numpy_version"])
     return canary.groupby(MATCH, dropna=False).agg(
         canary_ms=("canary_ms", "median"),
         canary_numpy=("canary_numpy", lambda values: "; ".join(_distinct(values)))).reset_index()

@@ -45,9 +45,12 @@ def as_list(value):
 
 
 def _number(item):
-    """'3' -> 3, '0.5' -> 0.5; anything else unchanged (for the schema to judge)."""
+    """'3' -> 3, '0.5' -> 0.5, 'true' -> True; anything else unchanged (for the schema to
+    judge)."""
     if not isinstance(item, str):
         return item
+    if item.strip().lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[item.strip().lower()]
     for kind in (int, float):
         try:
             return kind(item.strip())
@@ -70,7 +73,11 @@ def prepare_config(config, warn=None):
 def renamed_keys(config, warn):
     """The timing method ``timeit`` is also read under its other name ``hf2019`` (the era's):
     that spelling still works, as value of ``method`` and as the key of its settings, with a
-    deprecation warning."""
+    deprecation warning. A key whose meaning changed is refused with what replaced it."""
+    if "max_canary_ratio" in (config.get("disturbance") or {}):
+        raise PlanError("config key disturbance.max_canary_ratio (the canary over the job's "
+                        "fastest) is replaced by disturbance.max_canary_score (the canary in "
+                        "robust spreads above its median on this host, default 3.5): remove it")
     methods = as_list(config.get("method", []))
     if any(method in contract.RENAMED_METHODS for method in methods):
         warn("config key 'method': 'hf2019' is the old name of the timing method 'timeit' (the "

@@ -62,17 +62,18 @@ def to_minutes(seconds):
 
 
 def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, timeit, threads,
-                     task="inference", attempts=1):
+                     task="inference", measurements=1):
     """Walltime (minutes) for a cell sweeping every batch size x length x method of its task's
     own grid (planner.task_grid); a training call is a whole step (flops.point_flops: about three
-    forward passes, the language-modelling head included). ``attempts``: the job's processes at
-    most (a disturbed point runs again), each counted as a whole sweep."""
+    forward passes, the language-modelling head included). ``measurements``: how many times a
+    point may be measured at most (a disturbed point is measured again), each counted as a whole
+    sweep."""
     total = STARTUP_S
     for batch in batch_sizes:
         for length in lengths_that_run(spec, sequence_lengths):
             call_s = call_seconds(flops.point_flops(spec, task, batch, length), threads)
             total += sum(point_seconds(call_s, method, duel, timeit) for method in methods)
-    return to_minutes(total * attempts)
+    return to_minutes(total * measurements)
 
 
 def reference_runtime_min(spec, sequence_lengths, threads):

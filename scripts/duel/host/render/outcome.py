@@ -71,8 +71,9 @@ def verdict_lines(results_dir="results"):
             geomean += " [%.2f, %.2f]" % (pair["geomean_low"], pair["geomean_high"])
         text.append("  PyTorch %s vs TensorFlow %s (%s):" % (pair["mode_pt"], pair["mode_tf"], scope))
         text.append("    of %d points: PyTorch clearly faster %d, TensorFlow clearly faster %d, "
-                    "not clear %d" % (pair["points"], pair["pytorch_clearly_faster"],
-                                      pair["tensorflow_clearly_faster"], pair["not_clear"]))
+                    "not clear %d%s" % (pair["points"], pair["pytorch_clearly_faster"],
+                                        pair["tensorflow_clearly_faster"], pair["not_clear"],
+                                        _disturbed_note(pair.get("disturbed"))))
         text.append("    geometric-mean ratio %s, %d processes per cell (%s)"
                     % (geomean, pair["replicates"], pair["interval"]))
     clear = ratios[ratios["clear"] == "yes"].copy()
@@ -80,22 +81,39 @@ def verdict_lines(results_dir="results"):
         clear["size"] = np.abs(np.log(clear["ratio"].astype(float)))
         text.append("  Largest clear differences:")
         for _, row in clear.sort_values("size", ascending=False).head(SHOWN_DIFFERENCES).iterrows():
-            text.append("    %s %dx%d, PyTorch %s vs TensorFlow %s: %.2f [%.2f, %.2f]"
+            text.append("    %s %dx%d, PyTorch %s vs TensorFlow %s: %.2f [%.2f, %.2f]%s"
                         % (row["model"], row["batch_size"], row["seq_len"], row["mode_pt"],
-                           row["mode_tf"], row["ratio"], row["ci_low"], row["ci_high"]))
+                           row["mode_tf"], row["ratio"], row["ci_low"], row["ci_high"],
+                           " (disturbed)" if pd.notna(row.get("disturbed")) else ""))
     text.append("Files: %s (spreadsheet), %s, %s"
                 % (os.path.join(results_dir, "summary.xlsx"),
                    os.path.join(folder, "statistics.html"), os.path.join(results_dir, "plots")))
     return text
 
 
-def failed_points(results_dir="results"):
-    """How many counted rows of the merged table failed (error, oom); 0 without a table."""
+def _counted_rows(results_dir):
+    """The counted rows of the merged table in ``results_dir``; None without a table."""
     path = os.path.join(results_dir, "summary.parquet")
     if not os.path.exists(path):
-        return 0
-    frame = replicates.counted(summary.read_summary(path))
-    return int(frame["status"].isin(contract.FAILED).sum())
+        return None
+    return replicates.counted(summary.read_summary(path))
+
+
+def strict_refusal(results_dir="results"):
+    """Why a strict run exits 1, in one line: its failed points (error, oom) and the points
+    still disturbed after their last measurement, from the merged table; None when there are
+    none (or no table)."""
+    frame = _counted_rows(results_dir)
+    if frame is None:
+        return None
+    failed = int(frame["status"].isin(contract.FAILED).sum())
+    disturbed = int(frame.loc[frame["status"] == "ok", "disturbed"].notna().sum()) \
+        if "disturbed" in frame.columns else 0
+    counts = ["%d %s points" % (count, what) for count, what in
+              ((failed, "failed"), (disturbed, "still disturbed")) if count]
+    if not counts:
+        return None
+    return "strict: %s, so this run exits with status 1" % " and ".join(counts)
 
 
 def lines_of_run(shards, results_dir="results", run_s=None):
@@ -112,6 +130,13 @@ def lines_of_run(shards, results_dir="results", run_s=None):
     times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
     return verdict_lines(results_dir) + settle_lines(frame, results_dir) + lines(frame) + \
         breakdown.lines(times, run_s)
+
+
+def _disturbed_note(count):
+    """', 2 of them disturbed' where points stayed disturbed (a table without the count: '')."""
+    if count is None or pd.isna(count) or not int(count):
+        return ""
+    return ", %d of them disturbed" % int(count)
 
 
 def settle_lines(frame, results_dir="results"):

@@ -104,26 +104,47 @@ def lines(table, run_s=None):
     return text
 
 
+REASON_KINDS = {"host": "steal", "other": "other processes", "canary": "canary"}
+
+
 def attempt_lines(frame):
-    """What the run's attempts did (duel/cell/attempts.py): the points run again in a fresh
-    process, and a warning where points stayed disturbed after their last attempt."""
+    """What the run did with disturbed points (duel/cell/attempts.py): how many were measured
+    again in their process or in a fresh one, and, where points stayed disturbed after their
+    last measurement, one line saying the host was noisy and its verdicts are weaker."""
     if "counted" not in frame.columns or frame["attempt"].isna().all():
         return []
     counted = replicates.counted(frame)
     total = len(counted)
-    again = int((counted["attempt"].fillna(1) > 1).sum())
-    disturbed = counted[counted["disturbed"].notna()]
-    if not again and not len(disturbed):
+    fresh = int((counted["attempt"].fillna(1) > 1).sum())
+    again = int((counted["remeasure"].fillna(0) > 0).sum()) if "remeasure" in counted else 0
+    disturbed = counted[counted["disturbed"].notna() & (counted["status"] == "ok")]
+    if not (fresh or again or len(disturbed)):
         return []
     kept = len(frame) - total
-    text = ["Disturbed: %d of %d points ran again in a fresh process (%d row%s of disturbed "
-            "processes kept, not counted)." % (again, total, kept, "" if kept == 1 else "s")]
+    text = ["Disturbed: %d of %d points measured again in their process, %d in a fresh process "
+            "(%d disturbed row%s kept, not counted)."
+            % (again, total, fresh, kept, "" if kept == 1 else "s")]
     if len(disturbed):
-        kinds = {"host": "steal", "other": "other processes", "canary": "canary"}
-        reasons = pd.Series([kinds.get(reason.split(" ")[0], reason) for text in disturbed["disturbed"]
-                             for reason in str(text).split("; ")]).value_counts()
-        text.append("WARNING, unstable: %d of %d points were still disturbed after their last "
-                    "attempt (%s); their figures count, and a rerun may differ."
-                    % (len(disturbed), total,
-                       ", ".join("%s %d" % item for item in reasons.items())))
+        reasons = pd.Series([REASON_KINDS.get(reason.split(" ")[0], reason)
+                             for line in disturbed["disturbed"]
+                             for reason in str(line).split("; ")]).value_counts()
+        text.append("Noisy host: %d of %d points (%.0f%%) were still disturbed after their last "
+                    "measurement (%s); %s. Their figures count, marked disturbed, so verdicts "
+                    "resting on them are weaker and a rerun may differ."
+                    % (len(disturbed), total, 100.0 * len(disturbed) / total,
+                       ", ".join("%s %d" % item for item in reasons.items()), host_noise(frame)))
     return text
+
+
+def host_noise(frame):
+    """The host's steal over the cells' CPU time and its canary's typical spread, in words."""
+    parts = []
+    if "steal_ms" in frame.columns:
+        capacity = (frame["point_wall_s"] * 1000.0 * frame["threads"].fillna(1).clip(lower=1)).sum()
+        if capacity > 0:
+            parts.append("host steal %.1f%% of the cells' CPU time"
+                         % (100.0 * frame["steal_ms"].fillna(0).sum() / capacity))
+    if "canary_spread" in frame.columns and frame["canary_spread"].notna().any():
+        spread = float(np.expm1(frame["canary_spread"].median()))
+        parts.append("canary spread %.1f%%" % (100.0 * spread))
+    return ", ".join(parts) or "no record of the host's steal or canary"

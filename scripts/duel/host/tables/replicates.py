@@ -33,6 +33,8 @@ STATUS_SEVERITY = ["error", "oom", "skipped", "ok"]  # the first present wins
 LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff")
 MEDIAN_OF = ("point_wall_s", "setup_s", "first_call_ms")
 SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")
+# Lists of a row of its own (a process's samples and canary calibration): a point has none.
+PER_ROW_LISTS = ("samples", "canary_calibration_ms")
 ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spread",
          "replicate_cv", "noisy"]
 
@@ -115,7 +117,7 @@ def _timing(ok, statistic):
 
 def _point(group, columns):
     group = group.sort_values("replicate")
-    record = dict((name, None if name == "samples" else _agreed(group[name]))
+    record = dict((name, None if name in PER_ROW_LISTS else _agreed(group[name]))
                   for name in columns)
     record["replicates"] = int(len(group))
     record.update(replicate_samples=None, replicate_figures=None, replicate_spread=None,

@@ -4,7 +4,9 @@ Only the data contract (duel.cell.contract) is read, and every table read from d
 or a summary of any Duel version, goes through one migration (``migrated``): a column added
 later gets nulls, or the value it implicitly had (MIGRATED_DEFAULTS: points from before the
 precision dimension were fp32, from before replicates one process per cell, from before
-retries the only attempt, counted); a value with
+retries the only attempt, counted, from before re-measuring in a process its first
+measurement); rows judged disturbed before the rule had a name were judged by the ratio of
+their canary to the job's fastest (``disturbance_rule`` "canary-ratio"); a value with
 another name is read under its current one (RENAMED_VALUES: the timing method's other name
 ``hf2019`` is read as ``timeit``). This is the place for a migration if a column or a value is
 ever renamed.
@@ -22,7 +24,9 @@ from duel.host.tables import replicates
 
 CELL_KEYS = list(contract.CELL_KEYS)
 # The keys of one table of results: a cell without its model, plus the timing method.
-MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1, "attempt": 1, "counted": True}
+MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1, "attempt": 1, "counted": True,
+                     "remeasure": 0}
+OLD_DISTURBANCE_RULE = "canary-ratio"
 RENAMED_VALUES = {"method": contract.RENAMED_METHODS}
 ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
 
@@ -86,6 +90,8 @@ def migrated(frame):
     implicit value for MIGRATED_DEFAULTS) and today's names of values (RENAMED_VALUES); columns
     the contract does not know are kept."""
     frame = frame.copy()
+    if "disturbed" in frame.columns and "disturbance_rule" not in frame.columns:
+        frame["disturbance_rule"] = OLD_DISTURBANCE_RULE
     for name, value in MIGRATED_DEFAULTS.items():
         if name not in frame.columns:
             frame[name] = value

@@ -295,7 +295,15 @@ def _judge(row, confidence, resamples, seed, min_effect):
 RATIO_COLUMNS = PAIR + [
     "model", "batch_size", "seq_len", "point", "statistic", "pytorch_ms", "tensorflow_ms",
     "replicates_pt", "replicates_tf", "n_pt", "n_tf", "ratio", "ci_low", "ci_high", "interval",
-    "min_effect", "clear", "verdict"]
+    "min_effect", "clear", "verdict", "disturbed"]
+
+
+def _disturbed(pytorch, tensorflow):
+    """Which side of a pair was still disturbed when it was last measured, and why; None."""
+    text = ["%s: %s" % (side, reason) for side, reason in
+            (("pytorch", pytorch), ("tensorflow", tensorflow))
+            if reason is not None and not pd.isna(reason)]
+    return "; ".join(text) or None
 
 
 def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
@@ -305,10 +313,15 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     Columns (RATIO_COLUMNS): the pair's scope and modes, the point, ``statistic``, both
     figures, the replicates (processes) and samples behind each, ``ratio``, ``ci_low``,
     ``ci_high``, ``interval`` (between processes, or within one process only), ``min_effect``,
-    ``clear`` ('yes', 'no', or empty where no interval could be made) and ``verdict``.
+    ``clear`` ('yes', 'no', or empty where no interval could be made), ``verdict`` and
+    ``disturbed`` (a side still disturbed after its last measurement: its figure counts, but it
+    is weaker evidence).
     """
+    frame = scopes.prepared(frame)
+    if "disturbed" not in frame.columns:  # a table written before points were judged
+        frame = frame.assign(disturbed=None)
     paired = comparisons.framework_ratios(
-        scopes.prepared(frame), carry=["replicate_samples", "replicates", "n_samples"])
+        frame, carry=["replicate_samples", "replicates", "n_samples", "disturbed"])
     merged = paired.rename(columns=lambda name: name.replace("_pytorch", "_pt").replace(
         "_tensorflow", "_tf"))
     if merged.empty:
@@ -323,6 +336,8 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
               for _, row in merged.iterrows()]
     for name in ("ratio", "ci_low", "ci_high", "clear", "verdict"):
         merged[name] = [record[name] for record in judged]
+    merged["disturbed"] = [_disturbed(a, b) for a, b in
+                           zip(merged["disturbed_pt"], merged["disturbed_tf"])]
     merged["pytorch_ms"] = merged["reported_ms_pt"]
     merged["tensorflow_ms"] = merged["reported_ms_tf"]
     blocks = [group for _, group in merged[RATIO_COLUMNS].groupby(PAIR, sort=False)]
@@ -400,6 +415,7 @@ def pair_summary(ratios, points=None):
             pytorch_clearly_faster=int((group["verdict"] == "PyTorch faster").sum()),
             tensorflow_clearly_faster=int((group["verdict"] == "TensorFlow faster").sum()),
             not_clear=int((group["clear"] == "no").sum()),
+            disturbed=int(group["disturbed"].notna().sum()) if "disturbed" in group else 0,
             geomean_ratio=float(np.exp(np.log(compared["ratio"].astype(float)).mean()))
             if len(compared) else None,
         )
@@ -407,7 +423,7 @@ def pair_summary(ratios, points=None):
         rows.append(record)
     return pd.DataFrame(rows, columns=PAIR + [
         "replicates", "interval", "points", "compared", "pytorch_clearly_faster", "tensorflow_clearly_faster", "not_clear",
-        "geomean_ratio", "geomean_low", "geomean_high"])
+        "disturbed", "geomean_ratio", "geomean_low", "geomean_high"])
 
 
 def method_text(min_effect=MIN_EFFECT):

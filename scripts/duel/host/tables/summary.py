@@ -171,12 +171,15 @@ def model_rows(group, points, column, scale=1.0):
 
 
 def samples_as_text(frame):
-    """The frame with ``samples`` as JSON text (CSV and spreadsheet cells hold no lists)."""
+    """The frame with its lists (``samples``, the canary's calibration readings) as JSON text
+    (CSV and spreadsheet cells hold no lists)."""
     frame = frame.copy()
-    frame["samples"] = [
-        None if samples is None else json.dumps([float(value) for value in samples])
-        for samples in frame["samples"]
-    ]
+    for name in replicates.PER_ROW_LISTS:
+        if name in frame.columns:
+            frame[name] = [
+                None if values is None else json.dumps([float(value) for value in values])
+                for values in frame[name]
+            ]
     return frame
 
 

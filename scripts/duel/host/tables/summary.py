@@ -98,9 +98,9 @@ def migrated(frame):
         else:
             frame[name] = frame[name].fillna(value)
     frame["replicate"] = frame["replicate"].astype("int64")
-    for name in contract.NAMES:
-        if name not in frame.columns:
-            frame[name] = None
+    missing = [name for name in contract.NAMES if name not in frame.columns]
+    frame = pd.concat([frame, pd.DataFrame({name: None for name in missing}, index=frame.index,
+                                           dtype=object)], axis=1)
     for column, renamed in RENAMED_VALUES.items():
         frame[column] = frame[column].replace(renamed)
     return frame

@@ -134,6 +134,9 @@ def run_figures(folder, long_frame, wall_s=None):
             "reported_share": round(breakdown.reported_share(times), 3),
             "rows": int(len(long_frame)), "points_counted": int(len(counted)),
             "points_run_again": int((counted["attempt"].fillna(1) > 1).sum()),
+            "points_remeasured": int((counted["remeasure"].fillna(0) > 0).sum())
+            if "remeasure" in counted.columns else None,
+            "rows_flagged": int(long_frame["disturbed"].notna().sum()),
             "points_left_disturbed": int(counted["disturbed"].notna().sum()),
             "steal_s": round(float(long_frame["steal_ms"].fillna(0).sum()) / 1000.0, 2),
             "other_cpu_s": round(float(long_frame["other_cpu_ms"].fillna(0).sum()) / 1000.0, 2),
@@ -181,11 +184,39 @@ def coverage(ratios_a, ratios_b, pair):
     both["a_in_b"] = inside("ratio_a", "ci_low_b", "ci_high_b")
     result = {"points": int(len(both)), "b_in_a": float(both["b_in_a"].mean()),
               "a_in_b": float(both["a_in_b"].mean()), "by_pair": {}}
+    counts = ratios_a[pair + ["replicates_pt", "replicates_tf"]].merge(
+        ratios_b[pair + ["replicates_pt", "replicates_tf"]], on=pair, suffixes=("_a", "_b"))
+    counts = counts.merge(both[pair], on=pair)
+    result["calibrated"] = {
+        "b_in_a": calibrated_coverage(counts[["replicates_pt_a", "replicates_tf_a",
+                                              "replicates_pt_b", "replicates_tf_b"]].to_numpy()),
+        "a_in_b": calibrated_coverage(counts[["replicates_pt_b", "replicates_tf_b",
+                                              "replicates_pt_a", "replicates_tf_a"]].to_numpy())}
     for (mode_pt, mode_tf), group in both.groupby(["mode_pt", "mode_tf"]):
         result["by_pair"]["%s/%s" % (mode_pt, mode_tf)] = {
             "points": int(len(group)), "b_in_a": float(group["b_in_a"].mean()),
             "a_in_b": float(group["a_in_b"].mean())}
     return result
+
+
+def calibrated_coverage(counts, draws=4000, seed=0):
+    """How often a rerun's ratio would fall inside the first run's 95% interval were the
+    intervals exactly right: per point, its processes a side in each run (rows of (PyTorch,
+    TensorFlow) in the first run, then in the rerun), log figures drawn from one normal
+    distribution per side (the judge's model), the first run's Welch's t interval
+    (statistics.welch_ratio) against the rerun's ratio; the mean over the points."""
+    generator = np.random.default_rng(seed)
+    shares = []
+    for pt_a, tf_a, pt_b, tf_b in np.asarray(counts, dtype=int):
+        inside = 0
+        for _ in range(draws):
+            sides = [np.exp(generator.standard_normal(n)) for n in (pt_a, tf_a, pt_b, tf_b)]
+            first = float(np.exp(np.log(sides[0]).mean() - np.log(sides[1]).mean()))
+            again = float(np.exp(np.log(sides[2]).mean() - np.log(sides[3]).mean()))
+            low, high = statistics.welch_ratio(sides[0], sides[1], first)
+            inside += low <= again <= high
+        shares.append(inside / draws)
+    return float(np.mean(shares)) if shares else None
 
 
 def canary_figures(long_frame):

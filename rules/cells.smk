@@ -84,6 +84,10 @@ rule run_cell:
         fresh_processes=FRESH_PROCESSES,
         deployed=deployed_arguments,
         points=settling_points,
+        point_time_limit=config["point_time_limit"],
+        # The cores it times with, as a param too: a change of them re-runs the cell (Snakemake
+        # re-runs a job whose params changed, not one whose threads did).
+        timed_threads=lambda wildcards, threads: threads,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"
@@ -105,6 +109,7 @@ rule run_cell:
         " --calibrate {params.calibrate} --remeasures {params.disturbance[remeasures]}"
         " --attempts {params.disturbance[attempts]}"
         " --fresh-processes {params.fresh_processes:q}"
+        " --point-time-limit {params.point_time_limit}"
         " --repeat {params.timeit[repeat]} --number {params.timeit[number]}"
         " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
         " {params.points:q}"

@@ -11,7 +11,7 @@ from snakemake.utils import validate
 CHECKOUT = workflow.basedir
 sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
-from duel.cell import attempts, models, modes
+from duel.cell import attempts, contract, models, modes
 from duel.cell.adapters import deployed
 from duel.host.plan import deployment, drift, planner, references, resources
 from duel.host.provenance import runs
@@ -67,6 +67,8 @@ RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "rules", "run_in_docker.py")
 REFERENCE = "results/reference/{era}/{model}/reference.json"
 TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
 RUNNER = config["runner"]
+# The results store every run is added to (duel/host/store/): found as the duel command finds it.
+STORE = archive.locate(config.get("store"))
 
 
 def check_references():
@@ -443,7 +445,7 @@ def check_disk_here():
     """A real run needs room for what it will write (planner.check_disk), checked before any job."""
     if MAIN_PROCESS:
         try:
-            planner.check_disk(config, CHECKOUT)
+            planner.check_disk(config, CHECKOUT, store=STORE)
         except planner.PlanError as error:
             raise WorkflowError(str(error))
 
@@ -506,15 +508,18 @@ def store_runs():
     if not workflow.is_main_process or workflow.dryrun or not os.path.isdir("results"):
         return
     try:
-        added = ingest.add_folder(config["store"], "results")
-    except (archive.StoreError, OSError) as error:
+        added = ingest.add_folder(STORE, "results", create=True)
+    except Exception as error:  # any fault of the store: one line, and the run goes on
         print(
-            "store: %s: nothing added (%s)" % (config["store"], error), file=sys.stderr
+            "store: %s: nothing added (%s); the run goes on, its results stay in results/: "
+            "`duel store check` names damaged files, `duel store add results` adds them later"
+            % (STORE, contract.error_line(error)),
+            file=sys.stderr,
         )
         return
     for run_id, count in added:
         print(
-            "store: run %s added to %s (%d shards)" % (run_id, config["store"], count),
+            "store: run %s added to %s (%d shards)" % (run_id, STORE, count),
             file=sys.stderr,
         )
 

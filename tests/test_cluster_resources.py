@@ -5,7 +5,7 @@ import re
 import pytest
 
 from conftest import MODELS, TEST_MODELS, snakemake
-from duel.cell import environment, models
+from duel.cell import environment, estimate, models
 from duel.host.plan import resources
 from duel.host.plan.planner import PlanError
 
@@ -52,10 +52,10 @@ def test_points_past_the_maximum_length_cost_no_time():
 @pytest.mark.unit
 def test_a_duel_point_is_bounded_by_max_time_and_a_timeit_point_by_its_calls():
     # 1000 samples of 100 s would be 28 hours: the point stops after max_time_s and one call
-    slow = resources.point_seconds(100.0, "duel", DUEL, TIMEIT)
-    assert slow == resources.POINT_S + (DUEL["warmup_calls"] + 3) * 100.0 + DUEL["max_time_s"]
-    assert resources.point_seconds(1.0, "timeit", DUEL, TIMEIT) \
-        == resources.POINT_S + (2 + 30 * 3) * 1.0
+    slow = estimate.point_seconds(100.0, "duel", DUEL, TIMEIT)
+    assert slow == estimate.POINT_S + (DUEL["warmup_calls"] + 3) * 100.0 + DUEL["max_time_s"]
+    assert estimate.point_seconds(1.0, "timeit", DUEL, TIMEIT) \
+        == estimate.POINT_S + (2 + 30 * 3) * 1.0
 
 
 @pytest.mark.unit

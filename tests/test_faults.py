@@ -177,20 +177,26 @@ def test_a_truncated_reference_is_refused_and_the_shard_kept(interrupted_run, tm
     assert planned_jobs(again)["make_reference"] == "1" and planned_jobs(again)["run_cell"] == "3"
 
 
-def test_a_changed_reference_of_the_same_size_is_found_by_its_hash(interrupted_run, tmp_path):
+def test_a_reference_changed_in_place_with_its_time_kept_is_found_by_its_hash(interrupted_run, tmp_path):
     workdir, config, _, _, _, _ = interrupted_run
     folder = os.path.join(str(workdir), "results", "reference", "current", MODEL)
     copy = tmp_path / "reference"
     shutil.copytree(folder, str(copy))
     from duel.host.plan import references
-    references.check(str(copy / "reference.json"))  # copied with its times: nothing to hash
+    references.check(str(copy / "reference.json"))  # a copy: hashed once, and it matches
+    assert os.path.exists(str(copy / references.VERIFIED))
     (weights,) = glob.glob(str(copy / "tensorflow" / "*.h5"))
+    written = os.stat(weights)
     with open(weights, "r+b") as handle:
         handle.seek(os.path.getsize(weights) // 2)
         byte = handle.read(1)
         handle.seek(-1, os.SEEK_CUR)
         handle.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(weights, ns=(written.st_atime_ns, written.st_mtime_ns))  # its time set back
     with pytest.raises(references.ReferenceMismatch, match="another SHA-256"):
+        references.check(str(copy / "reference.json"))
+    (copy / "reference.json").write_text("[1, 2]")  # JSON, but not an object
+    with pytest.raises(references.ReferenceMismatch, match="not readable JSON"):
         references.check(str(copy / "reference.json"))
 
 

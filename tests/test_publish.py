@@ -50,7 +50,8 @@ def site(tmp_path_factory):
     for name, scale, started, machine in (("a", 1.0, "2026-01-01T08:00:00+00:00", "alpha"),
                                           ("b", 1.3, "2026-01-02T08:00:00+00:00", "alpha"),
                                           ("c", 1.1, "2026-01-02T09:00:00+00:00", "beta")):
-        added = ingest.add_folder(store, results_folder(base / name, scale, started), machine)
+        added = ingest.add_folder(store, results_folder(base / name, scale, started), machine,
+                                  create=True)
         assert len(added) == 1, added
     out = str(base / "site")
     result = subprocess.run([sys.executable, CLI, "publish", out, "--store", store],
@@ -125,3 +126,35 @@ def test_chromium_draws_the_page_without_console_errors(site, chromium, page, tm
     assert pixels.shape == (1000, 1400)
     dark = (pixels < 128).mean()  # text, lines and tables: more than a blank or near-blank page
     assert 0.002 < dark < 0.5 and pixels.std() > 10, (dark, pixels.std())
+
+
+def test_publish_replaces_only_its_own_files_and_refuses_a_folder_of_others(site, tmp_path):
+    store = os.path.join(os.path.dirname(site), "store")
+    out = tmp_path / "site"
+    publish = lambda folder, cwd=None: subprocess.run(
+        [sys.executable, CLI, "publish", str(folder), "--store", store], capture_output=True,
+        text=True, timeout=300, cwd=cwd)
+    assert publish(out).returncode == 0
+    (out / "CNAME").write_text("duel.example.org\n")
+    (out / "mine").mkdir()
+    (out / "mine" / "notes.txt").write_text("mine\n")
+    (out / "model" / "stale.html").write_text("from an earlier site\n")
+    with open(str(out / ".duel-site"), "a") as handle:
+        handle.write("model/stale.html\n")
+    again = publish(out)
+    assert again.returncode == 0, again.stderr
+    assert (out / "CNAME").read_text() == "duel.example.org\n"
+    assert (out / "mine" / "notes.txt").exists() and (out / "index.html").exists()
+    assert not (out / "model" / "stale.html").exists()
+    assert not [name for name in os.listdir(str(out)) if "partial" in name]
+    others = tmp_path / "others"
+    others.mkdir()
+    (others / "thesis.tex").write_text("mine\n")
+    refused = publish(others)
+    assert refused.returncode == 2 and str(others / "thesis.tex") in refused.stderr
+    assert os.listdir(str(others)) == ["thesis.tex"]
+    here = tmp_path / "here"
+    here.mkdir()
+    dot = publish(".", cwd=str(here))
+    assert dot.returncode == 0, dot.stderr
+    assert (here / "index.html").exists()

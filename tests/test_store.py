@@ -1,7 +1,9 @@
 """The results store: every run kept, adds idempotent and atomic, readers never blocked, the
 version-1 store still read, and the history's questions answered (duel/host/store/)."""
+import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,7 +36,7 @@ def stored(store):
 def test_the_same_run_added_twice_is_stored_once(tmp_path):
     store = str(tmp_path / "store")
     folder = results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1)
-    assert ingest.add_folder(store, folder) == [("20260101T000000Z-1", 4)]
+    assert ingest.add_folder(store, folder, create=True) == [("20260101T000000Z-1", 4)]
     assert ingest.add_folder(store, folder) == []
     answer = duel("store", "add", folder, "--store", store)
     assert answer.returncode == 0 and "1 runs" in answer.stdout, answer.stderr
@@ -47,7 +49,8 @@ def test_the_same_run_added_twice_is_stored_once(tmp_path):
 @pytest.mark.unit
 def test_a_corrupt_shard_is_refused_by_name_and_nothing_is_added(tmp_path):
     store = str(tmp_path / "store")
-    ingest.add_folder(store, results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1))
+    ingest.add_folder(store, results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1),
+                      create=True)
     folder = results_folder(tmp_path / "b", "20260102T000000Z-2", DAY % 2)
     bad = os.path.join(folder, "shards", "current", "cpu", "pytorch", "eager", "fp32",
                        "inference", "gpt2", "r2.parquet")
@@ -68,7 +71,8 @@ def test_a_corrupt_shard_is_refused_by_name_and_nothing_is_added(tmp_path):
 @pytest.mark.unit
 def test_a_kill_during_an_add_leaves_the_earlier_runs_and_readers_never_wait(tmp_path):
     store = str(tmp_path / "store")
-    ingest.add_folder(store, results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1))
+    ingest.add_folder(store, results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1),
+                      create=True)
     folder = results_folder(tmp_path / "b", "20260102T000000Z-2", DAY % 2)
     env = dict(os.environ, **{archive.PAUSE_ENV: "60"})
     adding = subprocess.Popen(DUEL + ["store", "add", folder, "--store", store], env=env,
@@ -100,7 +104,8 @@ def test_two_processes_adding_at_once_both_land(tmp_path):
                for day, name in ((1, "a"), (2, "b"))]
     env = dict(os.environ, **{archive.PAUSE_ENV: "2"})  # each holds the lock a while
     started = time.time()
-    adders = [subprocess.Popen(DUEL + ["store", "add", folder, "--store", store], env=env,
+    adders = [subprocess.Popen(DUEL + ["store", "add", folder, "--store", store, "--create"],
+                               env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
               for folder in folders]
     answers = [adder.communicate(timeout=120) for adder in adders]
@@ -151,7 +156,7 @@ def test_trend_finds_a_step_only_where_runs_on_both_sides_agree(tmp_path):
     scales = [1.0, 1.01, 0.99, 2.0, 2.02]  # a step at the fourth run
     for day, scale in enumerate(scales, start=1):
         ingest.add_folder(store, results_folder(tmp_path / str(day), "2026010%dT000000Z-%d"
-                                                % (day, day), DAY % day, scale))
+                                                % (day, day), DAY % day, scale), create=True)
     table = questions.trend(store, [questions.parse_point("gpt2/pytorch/eager/1x64")])
     assert len(table) == 1 and table["runs"].iloc[0] == 5
     step = table.iloc[0]
@@ -163,7 +168,7 @@ def test_trend_finds_a_step_only_where_runs_on_both_sides_agree(tmp_path):
     flat = str(tmp_path / "flat")
     for day, scale in enumerate([1.0, 1.01, 0.99, 1.0, 3.0], start=1):
         ingest.add_folder(flat, results_folder(tmp_path / ("f%d" % day), "2026010%dT000000Z-%d"
-                                               % (day, day), DAY % day, scale))
+                                               % (day, day), DAY % day, scale), create=True)
     assert questions.trend(flat)["ratio"].isna().all()
     assert duel("trend", "--store", flat).returncode == 0
 
@@ -197,20 +202,25 @@ TINY = dict(QUICK, models=["distilbert-base-uncased"], batch_sizes=[1], sequence
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
+    """Two tiny runs whose store is named by $DUEL_STORE (config key store unset)."""
     workdir = tmp_path_factory.mktemp("store-runs")
     config = write_config(workdir, **TINY)
+    env = dict(os.environ, DUEL_STORE=str(workdir / "shared-store"))
     for _ in range(2):
-        snakemake(workdir, "--cores", "2", "--configfile", config, "--forcerun", "run_cell")
-    return workdir
+        snakemake(workdir, "--cores", "2", "--configfile", config, "--forcerun", "run_cell",
+                  env=env)
+    return workdir, config, env
 
 
 @pytest.mark.workflow
 def test_every_run_is_stored_and_answers_history_and_trend(two_runs):
-    store = os.path.join(str(two_runs), "results", "store")
+    workdir, _, env = two_runs
+    store = env["DUEL_STORE"]
+    assert not os.path.exists(os.path.join(str(workdir), "results", "store"))
     runs = questions.run_table(store)
     assert len(runs) == 2 and (runs["status"] == "success").all()
     assert (runs["machine"] == "tiny-box").all() and (runs["processes"] == 2).all()
-    listed = duel("runs", "--store", store)
+    listed = duel("runs", env=env)  # the same store, found the same way
     assert listed.returncode == 0 and all(run in listed.stdout for run in runs["run_id"])
     point = "distilbert-base-uncased/pytorch/eager/1x128"
     history = duel("history", point, "--store", store, "--csv")
@@ -224,6 +234,49 @@ def test_every_run_is_stored_and_answers_history_and_trend(two_runs):
     assert trend["ratio"].isna().all()
     answer = duel("trend", point, "--store", store)
     assert answer.returncode == 0, answer.stdout + answer.stderr
+
+
+@pytest.mark.workflow
+def test_every_setting_that_changes_a_measurement_runs_the_cell_again(two_runs):
+    workdir, config, env = two_runs
+    planned = lambda *extra: snakemake(workdir, "-n", "--cores", "2", "--configfile", config,
+                                       *extra, env=env).stdout
+    assert "Nothing to be done" in planned()
+    for setting in ("cell_threads=1", "duel={'min_samples': 11}", "seed=1",
+                    "disturbance={'max_canary_score': 3.0}"):
+        said = planned("--config", setting)
+        assert re.search(r"run_cell\s+2\b", said), (setting, said[-2000:])
+
+
+@pytest.mark.workflow
+def test_a_damaged_store_costs_the_run_one_line(two_runs, tmp_path):
+    workdir, config, env = two_runs
+    copy = tmp_path / "copy"
+    shutil.copytree(str(workdir), str(copy), symlinks=True)
+    store = str(copy / "shared-store")
+    env = dict(env, DUEL_STORE=store)
+    first, second = archive.run_ids(store)
+    (points,) = glob.glob(os.path.join(archive.run_folder(store, first), "points-*.parquet"))
+    with open(points, "r+b") as handle:
+        handle.truncate(100)
+    os.remove(os.path.join(store, archive.INDEX))  # as a copy made in part leaves it
+    result = snakemake(copy, "--cores", "2", "--configfile", config, "--forcerun", "run_cell",
+                       env=env)
+    assert "Traceback" not in result.stderr
+    assert "store: run %s set aside" % first in result.stderr, result.stderr[-3000:]
+    assert archive.run_ids(store)[0] == second and len(archive.run_ids(store)) == 2
+    held = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time\nhandle = open(sys.argv[1], 'a')\n"
+        "fcntl.flock(handle, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(600)"),
+        os.path.join(store, archive.LOCK)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert held.stdout.readline().strip() == "held"
+        env = dict(env, **{archive.LOCK_WAIT_ENV: "3"})
+        locked = snakemake(copy, "--cores", "2", "--configfile", config, "--forcerun", "run_cell",
+                           env=env)
+        assert "is locked by" in locked.stderr and "the run goes on" in locked.stderr
+    finally:
+        held.kill()
 
 
 @pytest.mark.workflow
@@ -262,7 +315,7 @@ def test_an_older_duel_folder_is_migrated_on_the_way_in(tmp_path):
            "mean": [1.08, None], "median": [1.1, None], "n_samples": [5, None]}
     pq.write_table(pa.table(old), str(folder / "gpt2.parquet"))
     store = str(tmp_path / "store")
-    ((run_id, count),) = ingest.add_folder(store, str(tmp_path / "old"))
+    ((run_id, count),) = ingest.add_folder(store, str(tmp_path / "old"), create=True)
     assert run_id.startswith(ingest.UNRECORDED) and count == 1
     rows = questions.run_frame(store, run_id)
     assert rows["precision"].tolist() == ["fp32"] * 2 and rows["replicate"].tolist() == [1, 1]

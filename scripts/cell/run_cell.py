@@ -7,8 +7,11 @@ once). That process judges each point as it measures it (conditions.Judge: the h
 time, other processes on its CPUs, the canary against its own spread on this host) and measures
 a disturbed point again at once, ``--remeasures`` times at most; a point still disturbed runs
 again in another fresh process, ``--attempts`` processes at most, while the run's budget of
-fresh processes lasts (``--fresh-processes``). The shard keeps every row, and only each
-point's last counts. The workflow runs this script once per cell;
+fresh processes lasts (``--fresh-processes``). A measuring process writes each point as it
+measures it (duel/cell/journal.py): one killed mid-sweep, or stopped by its job past a point's
+time limit, keeps every finished point, the point it was running becomes a ``killed``, ``oom``
+or ``timeout`` row, and a fresh process measures the points left. The shard keeps every row, and
+only each point's last counts. The workflow runs this script once per cell;
 it also runs by hand, e.g.
 
     python scripts/cell/run_cell.py --framework pytorch --mode eager \\
@@ -32,6 +35,7 @@ SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds d
 sys.path.insert(0, SCRIPTS)
 
 from duel.cell.adapters.deployed import is_deployed  # noqa: E402
+from duel.cell import contract  # noqa: E402
 from duel.cell.contract import METHODS, RENAMED_METHODS, method_name  # noqa: E402
 from duel.cell.modes import DEPLOYED, DEPLOYED_CPP, by_framework, mode_names  # noqa: E402
 from duel.cell.process import positive_ints, prepare_process  # noqa: E402
@@ -135,6 +139,10 @@ def parse_args(argv=None):
     disturbed.add_argument("--fresh-processes", default=None, metavar="FOLDER",
                            help="the run's budget of fresh processes for disturbed points (a "
                                 "folder holding a file 'budget'; default: no budget)")
+    disturbed.add_argument("--point-time-limit", type=float, default=0.0, metavar="FACTOR",
+                           help="stop a point that runs longer than FACTOR times the plan's "
+                                "estimate of it (duel/cell/estimate.py): a timeout row, and the "
+                                "job goes on (default 0: no limit)")
     disturbed.add_argument("--attempt", type=int, default=None,
                            help="measure in this process as attempt N and write its rows (the "
                                 "job's own processes are started with it)")
@@ -163,7 +171,7 @@ def settings_digest(args, spec):
     settings = dict(vars(args))
     # not what the numbers depend on
     for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build",
-                  "attempt", "points", "fresh_processes"):
+                  "attempt", "points", "fresh_processes", "point_time_limit"):
         settings.pop(where)
     settings.pop("accept_drift")  # recorded, but it changes no number
     settings["architecture"] = spec.architecture
@@ -210,11 +218,35 @@ def progress_fds(args):
     return (args.progress_fd,)
 
 
+POLL_S = 0.5  # how often a job looks at its measuring process's current point
+
+
+def run_attempt(command, fds, journal_path):
+    """Run one measuring process, stopping it (SIGKILL) when its current point passes its time
+    limit; (its exit status, the seconds the stopped point had run, or None)."""
+    from duel.cell import journal
+
+    process = subprocess.Popen(command, pass_fds=fds)
+    stopped = None
+    while True:
+        try:
+            return process.wait(timeout=POLL_S), stopped
+        except subprocess.TimeoutExpired:
+            pass
+        if stopped is not None:
+            continue
+        current = journal.running(journal.read(journal_path))
+        if current and current[2] and time.time() - current[1] > current[2]:
+            stopped = time.time() - current[1]
+            process.kill()
+
+
 def run_job(args, argv):
     """Measure the cell in fresh processes until no counted point is disturbed, ``--attempts``
-    processes have run or the run's budget of fresh processes is spent; write every row to the
-    shard."""
-    from duel.cell import attempts, shard
+    processes have run or the run's budget of fresh processes is spent; a process that ends
+    mid-sweep leaves its points and a row for the one it was running, and a fresh process
+    measures the rest. Write every row to the shard."""
+    from duel.cell import attempts, journal, shard
 
     limits = job_limits(args)
     rows, points = [], args.points
@@ -222,37 +254,67 @@ def run_job(args, argv):
     while True:
         attempt += 1
         partial = "%s.attempt-%d" % (args.output, attempt)
-        status = subprocess.call(attempt_command(argv, attempt, points, partial),
-                                 pass_fds=progress_fds(args))
-        if status != 0 or not os.path.exists(partial):
-            if attempt == 1:
-                return status or 1
-            sys.stderr.write("run_cell.py: attempt %d ended with status %d; the rows of the "
-                             "attempts before it stand\n" % (attempt, status))
-            break
-        rows += shard.read_rows(partial)
-        os.remove(partial)
-        points = attempts.judge(rows, limits)
-        if not points:
+        journal_path = journal.path_of(partial)
+        oom_before = journal.oom_kills()
+        status, stopped_after = run_attempt(attempt_command(argv, attempt, points, partial),
+                                            progress_fds(args), journal_path)
+        left = []
+        if status == 0 and os.path.exists(partial):
+            rows += shard.read_rows(partial)
+            os.remove(partial)
+        else:
+            record = journal.read(journal_path)
+            if not record.begun:
+                if os.path.exists(journal_path):
+                    os.remove(journal_path)
+                if attempt == 1:
+                    return status or 1
+                sys.stderr.write("run_cell.py: attempt %d ended with status %d; the rows of the "
+                                 "attempts before it stand\n" % (attempt, status))
+                break
+            rows += record.rows
+            current = journal.running(record)
+            if current:
+                oom_after = journal.oom_kills()
+                rows.append(journal.lost_row(
+                    record, current[0], status, stopped_after, current[2],
+                    oom_before is not None and oom_after is not None and oom_after > oom_before))
+                sys.stderr.write("run_cell.py: %s\n" % sweep_line(rows[-1]))
+            left = journal.left(record)
+            if left:
+                sys.stderr.write("run_cell.py: %d point(s) left; measured in a fresh process "
+                                 "(attempt %d)\n" % (len(left), attempt + 1))
+        if os.path.exists(journal_path):
+            os.remove(journal_path)
+        again = attempts.judge(rows, limits)
+        if left:
+            points = set(left) | again
+            continue
+        if not again:
             break
         if not attempts.take_fresh_process(args.fresh_processes):
             sys.stderr.write("run_cell.py: %d point(s) still disturbed; the run's fresh processes "
                              "for disturbed points are spent, so they count as measured\n"
-                             % len(points))
+                             % len(again))
             break
+        points = again
         sys.stderr.write("run_cell.py: %d disturbed point(s) run again in a fresh process "
-                         "(attempt %d)\n" % (len(points), attempt + 1))
-    from duel.cell import shard
-
+                         "(attempt %d)\n" % (len(again), attempt + 1))
     job_wall_s = time.time() - STARTED
     for row in rows:
         row["job_wall_s"] = job_wall_s
     shard.write_shard(rows, args.output)
     counted = [row for row in rows if row["counted"]]
-    failed = sum(1 for row in counted if row["status"] in ("oom", "error"))
+    failed = sum(1 for row in counted if row["status"] in contract.FAILED)
     sys.stderr.write("wrote %s: %d points, %d failed, %d rows of %d attempt(s)\n"
                      % (args.output, len(counted), failed, len(rows), attempt))
     return 0
+
+
+def sweep_line(row):
+    from duel.cell import sweep
+
+    return sweep.point_line(row)
 
 
 def job_limits(args):
@@ -276,7 +338,7 @@ def measure(args):
     started_at = environment.utc_now()
     spec = models.load_model_spec(args.model_config)
 
-    from duel.cell import shard, sweep, timing
+    from duel.cell import journal, shard, sweep, timing
     from duel.cell.adapters import load_adapter
 
     adapter = load_adapter(args.framework, args.mode)(
@@ -317,10 +379,29 @@ def measure(args):
     progress = None
     if progress_fds(args):
         progress = os.fdopen(args.progress_fd, "w", 1)
+    record = journal.Journal(journal.path_of(args.output), points, dict(columns, **cell._asdict()),
+                             point_limit(args, spec, threads, settings))
     rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns, started=STARTED,
-                           progress=progress, judge=conditions.Judge(job_limits(args)))
+                           progress=progress, judge=conditions.Judge(job_limits(args)),
+                           journal=record)
     shard.write_shard(rows, args.output)
+    record.close()
     return 0
+
+
+def point_limit(args, spec, threads, settings):
+    """A point's time limit (s): --point-time-limit times its estimate; None without one."""
+    from duel.cell import estimate, flops
+
+    if not args.point_time_limit:
+        return None
+
+    def limit_of(point):
+        call_s = estimate.call_seconds(
+            flops.point_flops(spec, args.task, point.batch_size, point.seq_len), threads)
+        return args.point_time_limit * estimate.point_seconds(
+            call_s, point.method, settings.duel._asdict(), settings.timeit._asdict())
+    return limit_of
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ IDENTITY = [
     ("method", pa.string()),
 ]
 OUTCOME = [
-    ("status", pa.string()),  # ok, oom, error, skipped
+    ("status", pa.string()),  # STATUSES
     ("message", pa.string()),
 ]
 # A job runs its cell in a fresh process; a point disturbed there is measured again in the same
@@ -193,8 +193,10 @@ def error_line(error):
     return "%s: %s" % (type(error).__name__, first_line(error))
 
 
-STATUSES = ("ok", "skipped", "error", "oom")  # a point's outcome; the last two are failures
-FAILED = ("error", "oom")
+# A point's outcome; all but the first two are failures: killed (its measuring process ended by
+# a signal mid-point) and timeout (stopped past its time limit) as the others.
+STATUSES = ("ok", "skipped", "error", "oom", "killed", "timeout")
+FAILED = ("error", "oom", "killed", "timeout")
 
 
 def empty_row():

@@ -134,12 +134,13 @@ SweepSettings = namedtuple("SweepSettings", "seed duel timeit reference_dir lear
 
 
 def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr, started=None,
-              progress=None, judge=None):
+              progress=None, judge=None, journal=None):
     """Build the model once, then run every point; returns one contract row per point and
     measurement. ``started``: when the process started (time.time()), for each row's
     ``startup_s``; ``progress``: a stream that gets each point's line too (the run's console);
     ``judge`` (conditions.Judge): marks each row as it is measured, and a disturbed point is
-    measured again at once, ``judge.limits.remeasures`` times at most."""
+    measured again at once, ``judge.limits.remeasures`` times at most; ``journal``
+    (journal.Journal): told of each point as it begins and of each row as it is measured."""
     build_error = None
     unsupported = adapter.unsupported_reason(spec)
     try:
@@ -155,12 +156,16 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
     rows = []
     for point in points:
         for remeasure in range(1 + remeasures):
+            if journal is not None:
+                journal.begin(point)
             row = point_row(adapter, spec, cell, point, settings, environment, log,
                             unsupported, build_error)
             row.update(startup_s=startup_s, remeasure=remeasure)
             reason = judge(row) if judge is not None else None
             say(point_line(row), log, progress)
             rows.append(row)
+            if journal is not None:
+                journal.row(row)
             if not reason:
                 break
     return rows

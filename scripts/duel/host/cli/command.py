@@ -16,7 +16,8 @@ EXIT_CODES = (
     (FINE, "fine"),
     (FINDING, "a finding: a point clearly slower, failed points, a rebuild that runs slower"),
     (BAD_INPUT, "bad input, or a run that cannot be read (one line on stderr, nothing done)"),
-    (FAILED, "the work itself failed: a rebuild's workflow, an image build, a lock resolution"),
+    (FAILED, "the work itself failed: a rebuild's workflow, an image build, a lock resolution, a "
+             "file that cannot be read or written (one line naming it)"),
 )
 
 

@@ -117,7 +117,7 @@ def compare(base, new, output, **options):
 
 
 def run(args):
-    store_dir = args.store or archive.default_path()
+    store_dir = archive.locate(args.store)
     return compare(resolved(args.base, store_dir), resolved(args.new, store_dir), args.output, ignore=args.ignore,
                    min_effect=args.min_effect, threshold=args.threshold,
                    fail_on_new_failures=args.fail_on_new_failures, resamples=args.resamples,

@@ -1,6 +1,7 @@
 """The ``duel`` command: one parser, a subcommand per job, the same exit codes in each."""
 import argparse
 import importlib
+import os
 import sys
 
 from duel.host.cli import command
@@ -8,6 +9,7 @@ from duel.host.cli import command
 DESCRIPTION = """Duel: PyTorch against TensorFlow on transformer models. The workflow itself runs
 with snakemake (README); these are the commands around it."""
 
+TRACEBACK_ENV = "DUEL_TRACEBACK"  # set: an unexpected error shows its traceback
 # The subcommands' modules (duel/host/cli/<name>.py), in the order --help lists them. A command
 # line that names one imports only that one: the others' imports (matplotlib, the frameworks'
 # tables) would cost a second before every answer.
@@ -53,3 +55,18 @@ def main(argv=None):
     except command.Failure as error:
         sys.stderr.write("%s: error: %s\n" % (args.parser.prog, error))
         return command.FAILED
+    except Exception as error:  # a damaged file or folder, or a bug: one line, exit 3
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        sys.stderr.write("%s: error: %s; %s=1 shows the traceback\n"
+                         % (args.parser.prog, described(error), TRACEBACK_ENV))
+        return command.FAILED
+
+
+def described(error):
+    """An error nothing above caught, in one line that names its file where it has one."""
+    where = getattr(error, "filename", None)
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if where and str(where) not in text:
+        text = "%s: %s" % (where, text)
+    return "%s (%s)" % (text, type(error).__name__)

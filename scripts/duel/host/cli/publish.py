@@ -8,8 +8,9 @@ Plain HTML and SVG files with relative links, no JavaScript: open OUT/index.html
 put the folder on any static host. index.html lists every run; a page per scope (era, device,
 precision, task, method) gives each run's PyTorch / TensorFlow verdict per pair of modes (the
 latest %d runs are judged); a page per model charts each point's figure over the runs; where
-runs differ only by machine, machines.html sets the latest run of each side by side. OUT is
-replaced whole: it must be new, empty, or a site this command wrote.""" % site.VERDICT_RUNS
+runs differ only by machine, machines.html sets the latest run of each side by side. OUT must be
+new, empty, or a site this command wrote: its own files are replaced (it keeps their list),
+anything else there (a CNAME, notes of your own) stays.""" % site.VERDICT_RUNS
 
 
 def add(subparsers):

@@ -1,17 +1,22 @@
-"""``duel store``: add a run folder to the results store, take a run out, or ask it in SQL.
+"""``duel store``: add a run folder to the results store, take a run out, check it, or ask it in SQL.
 
 Also the options every command over the store shares (``--store``, the point filters)."""
+import os
+
 from duel.host.cli import command
 from duel.host.store import archive
 
-DESCRIPTION = """Add runs to the results store, remove one, or query it in SQL.
+DESCRIPTION = """Add runs to the results store, remove one, check it, or query it in SQL.
 
-The workflow adds every run it makes when the run ends (config key store, default
-results/store). `add` adds the runs of a results folder made anywhere: another machine, a SLURM
-cluster, an older Duel version (migrated on the way in). Adding twice stores once. `rm` takes a
-wrong run out of every history. `sql` runs a query over the views runs (a row per run), points
-(a row per point, process and attempt, samples included) and figures (the same rows without
-samples, with their run's machine, start and commit), e.g.
+The workflow adds every run it makes when the run ends (the store: config key store, else
+$DUEL_STORE, else results/store; the same for every duel command). `add` adds the runs of a
+results folder made anywhere: another machine, a SLURM cluster, an older Duel version (migrated
+on the way in). Adding twice stores once. `rm` takes a wrong run out of every history, and later
+adds leave it out (`add --restore RUN` brings it back). `check` reads every file of the store and
+names the runs that cannot be read; with --fix it sets them aside (set-aside/ in the store), out
+of every question. `sql` runs a query over the views runs (a row per run), points (a row per
+point, process and attempt, samples included) and figures (the same rows without samples, with
+their run's machine, start and commit), e.g.
   duel store sql "SELECT machine, count(*) FROM runs GROUP BY machine" """
 
 
@@ -34,7 +39,7 @@ def filters(args):
 
 def opened(args):
     """The store the command reads: StoreError (a refusal) where there is none."""
-    store = args.store or archive.default_path()
+    store = archive.locate(args.store)
     try:
         archive.version(store)
     except archive.StoreError as error:
@@ -45,23 +50,35 @@ def opened(args):
 def add(subparsers):
     parser = command.add(
         subparsers, "store", DESCRIPTION,
-        {command.FINE: None, command.BAD_INPUT: "bad input: a corrupt or half-written run (its "
-                                                "file named), a run id not in the store"},
+        {command.FINE: None, command.FINDING: "check: damaged runs found (and set aside with --fix)",
+         command.BAD_INPUT: "bad input: a corrupt or half-written run (its file named), a run "
+                            "id not in the store, a folder that is not a store"},
         ["duel store add results", "duel store add /scratch/cluster-run --machine a100-node",
-         "duel store rm 20261203T081549Z-3765", "duel store sql \"SELECT * FROM runs\""])
+         "duel store add results --store /shared/duel-store --create",
+         "duel store rm 20261203T081549Z-node1-3765", "duel store check --fix",
+         "duel store sql \"SELECT * FROM runs\""])
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     adding = actions.add_parser("add", help="add the runs of a results folder")
     adding.add_argument("folder", metavar="DIR", help="a results folder, or the folder holding it")
     adding.add_argument("--machine", type=command.name, default=None,
                         help="the machine's name in the store (default: the run's own, else "
                              "its hostname)")
+    adding.add_argument("--create", action="store_true",
+                        help="make the store where there is none yet (else that is refused: a "
+                             "mistyped path)")
+    adding.add_argument("--restore", metavar="RUN", action="append", default=[],
+                        help="add this run although duel store rm took it out (repeatable)")
     removing = actions.add_parser("rm", help="remove a run from the store")
     removing.add_argument("run_id", metavar="RUN", help="a run id (duel runs lists them)")
+    checking = actions.add_parser("check", help="read every file; name (and set aside) the "
+                                                "runs that cannot be read")
+    checking.add_argument("--fix", action="store_true",
+                          help="set the damaged runs aside (set-aside/ in the store)")
     asking = actions.add_parser("sql", help="run a SQL query over the views runs, points and "
                                             "figures")
     asking.add_argument("sql", metavar="QUERY")
     asking.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    for action in (adding, removing, asking):
+    for action in (adding, removing, checking, asking):
         store_option(action)
         action.set_defaults(parser=action)
     parser.set_defaults(func=run)
@@ -70,15 +87,19 @@ def add(subparsers):
 def run(args):
     from duel.host.store import ingest  # reads shards: only an add needs it
 
-    store = args.store or archive.default_path()
+    store = archive.locate(args.store)
     try:
         if args.action == "add":
-            for run_id, count in ingest.add_folder(store, args.folder, args.machine):
+            for run_id, count in ingest.add_folder(store, args.folder, args.machine,
+                                                   create=args.create, restore=args.restore):
                 print("added %s: %d shard%s" % (run_id, count, "" if count == 1 else "s"))
             print("%s: %d runs" % (store, len(archive.run_ids(store))))
         elif args.action == "rm":
             archive.remove(store, args.run_id)
-            print("removed %s from %s" % (args.run_id, store))
+            print("removed %s from %s (duel store add --restore %s brings it back)"
+                  % (args.run_id, store, args.run_id))
+        elif args.action == "check":
+            return check(store, args.fix)
         else:
             archive.version(store)
             answer = archive.query(store, args.sql)
@@ -88,3 +109,23 @@ def run(args):
     except archive.duckdb.Error as error:
         raise command.Refusal("the query failed: %s" % str(error).splitlines()[0])
     return command.FINE
+
+
+def check(store, fix):
+    """Every run's files read whole: a line per damaged run; FINDING where any is left."""
+    archive.version(store)
+    damaged = archive.damaged_runs(store, full=True)
+    runs = archive.run_ids(store)
+    for run_id in sorted(damaged):
+        print("damaged: %s: %s" % (run_id, damaged[run_id]))
+    if fix and damaged:
+        with archive.writing(store) as before:
+            for run_id in sorted(damaged):
+                if os.path.isdir(archive.run_folder(store, run_id)):  # not set aside already
+                    archive.set_aside(store, run_id, damaged[run_id])
+            archive.reindex(store, before, sorted(damaged))
+    print("%s: %d runs, %d damaged%s" % (store, len(runs), len(damaged),
+                                         ", set aside" if fix and damaged else
+                                         (": duel store check --fix sets them aside"
+                                          if damaged else "")))
+    return command.FINDING if damaged and not fix else command.FINE

@@ -516,23 +516,36 @@ def estimate_disk_bytes(config, specs, results_dir):
         [("references", references), ("artifacts", artifacts), ("shards", shards)])
 
 
-def check_disk(config, checkout, results_dir="results"):
-    """Refuse, before any job of a real run (a dry run writes nothing), a run whose disk cannot
-    hold what it will write."""
-    parts = estimate_disk_bytes(
-        config, check_models(config["models"], resolve_models_dir(config, checkout)), results_dir)
-    folder = os.path.abspath(results_dir)
+def _existing(path):
+    folder = os.path.abspath(path)
     while not os.path.exists(folder):
         folder = os.path.dirname(folder)
-    free = shutil.disk_usage(folder).free
-    needed = sum(parts.values())
-    if needed > free:
-        raise PlanError(
-            "this run would write about %s under %s (%s), and that disk has %s free: free "
-            "space there, or run a smaller grid"
-            % (_size(needed), os.path.abspath(results_dir),
-               ", ".join("%s %s" % (name, _size(value)) for name, value in parts.items()),
-               _size(free)))
+    return folder
+
+
+def check_disk(config, checkout, results_dir="results", store=None):
+    """Refuse, before any job of a real run (a dry run writes nothing), a run whose disk cannot
+    hold what it will write: its results, and the store's copy of its shards (``store``: the
+    store's folder; on another disk, that disk is checked for the copy)."""
+    parts = estimate_disk_bytes(
+        config, check_models(config["models"], resolve_models_dir(config, checkout)), results_dir)
+    disks = [(_existing(results_dir), os.path.abspath(results_dir), parts)]
+    if store is not None:
+        copy = collections.OrderedDict([("the store's copy of the shards", parts["shards"])])
+        if os.stat(_existing(store)).st_dev == os.stat(disks[0][0]).st_dev:
+            parts.update(copy)
+        else:
+            disks.append((_existing(store), os.path.abspath(store), copy))
+    for folder, where, needed_parts in disks:
+        free = shutil.disk_usage(folder).free
+        needed = sum(needed_parts.values())
+        if needed > free:
+            raise PlanError(
+                "this run would write about %s under %s (%s), and that disk has %s free: free "
+                "space there, or run a smaller grid"
+                % (_size(needed), where, ", ".join("%s %s" % (name, _size(value))
+                                                   for name, value in needed_parts.items()),
+                   _size(free)))
 
 
 def _size(count):

@@ -6,8 +6,10 @@ A file that was truncated (a full disk, an interrupted copy) or changed afterwar
 every point of every cell that reads it an error, and Snakemake deletes a job's old outputs
 before the job runs: so the main Snakemake process checks these files while it plans and
 refuses, naming the file, before any cell can replace a good shard. The size is always
-compared; the hash only where the modification time differs from the recorded one, so a run of
-many cells costs a few ``stat`` calls per model.
+compared, and the content by its hash: once per file as it is on disk (its size, modification
+and change times and inode, kept in VERIFIED beside the manifest), so a run of many cells costs
+a few ``stat`` calls per model, and bytes changed in place are found even where the
+modification time was set back (the change time cannot be).
 """
 import json
 import os
@@ -20,6 +22,13 @@ class ReferenceMismatch(ValueError):
     """A reference file is missing or differs from what its job wrote; the message says which."""
 
 
+VERIFIED = ".verified.json"  # beside a manifest: the files whose hash matched, as they were
+
+
+def _identity(status):
+    return [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]
+
+
 def check(manifest_path, sha256=files.file_sha256):
     """Raise ReferenceMismatch for the first file of ``manifest_path`` that is missing or differs
     from its record. A manifest without records (made before they were kept) passes as it is."""
@@ -29,8 +38,15 @@ def check(manifest_path, sha256=files.file_sha256):
     try:
         with open(manifest_path) as handle:
             recorded = json.load(handle).get("files") or {}
-    except ValueError as error:
+    except (ValueError, AttributeError) as error:
         raise ReferenceMismatch(mismatch(manifest_path, folder, "not readable JSON (%s)" % error))
+    verified_path = os.path.join(folder, VERIFIED)
+    try:
+        with open(verified_path) as handle:
+            verified = json.load(handle)
+    except (OSError, ValueError):
+        verified = {}
+    checked = {}
     for name in sorted(recorded):
         record, path = recorded[name], os.path.join(folder, name)
         if not os.path.isfile(path):
@@ -40,9 +56,17 @@ def check(manifest_path, sha256=files.file_sha256):
             raise ReferenceMismatch(mismatch(
                 path, folder, "%d bytes, but its job wrote %d" % (status.st_size,
                                                                             record["size"])))
-        if status.st_mtime_ns != record["mtime_ns"] and sha256(path) != record["sha256"]:
-            raise ReferenceMismatch(mismatch(
-                path, folder, "changed since its job wrote it (another SHA-256)"))
+        identity = _identity(status) + [record["sha256"]]
+        if verified.get(name) != identity:
+            if sha256(path) != record["sha256"]:
+                raise ReferenceMismatch(mismatch(
+                    path, folder, "changed since its job wrote it (another SHA-256)"))
+        checked[name] = identity
+    if checked != verified:
+        try:
+            files.write_json(verified_path, checked, sort_keys=True)
+        except OSError:  # a read-only copy is checked again next time
+            pass
 
 
 def mismatch(path, folder, problem):

@@ -2,21 +2,18 @@
 
 A walltime that is too short kills a cell in the middle of its sweep; one that is too long only
 waits longer in the queue. So the estimate is generous, from the grid the cell sweeps: a start-up
-allowance, and per point a fixed allowance (input, trace or compile, first call, output check)
-plus every call the method makes, each call at a pessimistic rate (analytic FLOPs at a few
-GFLOP/s per core, plus a fixed cost per call that covers eager overheads on small inputs).
+allowance and each point's pessimistic estimate (duel/cell/estimate.py, which also sets a
+point's time limit).
 Where it is still too short for a cluster, ``--set-resources run_cell:runtime=MINUTES`` wins.
 """
 import math
 
 from duel.cell import flops
+from duel.cell.estimate import POINT_S, call_seconds, point_seconds
 
 from duel.host.plan.planner import PlanError
 
 STARTUP_S = 600.0  # imports, model build, weights: minutes on a busy shared file system
-POINT_S = 60.0  # input, trace or compile, first call, output check
-CALL_S = 0.5  # the fixed cost of one call (eager overheads dominate small points)
-GFLOPS_PER_CORE = 4.0  # about a quarter of what a CPU core reached here on mid-size points
 MARGIN = 1.5
 
 
@@ -35,20 +32,6 @@ def timing_threads(cell_threads, non_local, local_cores):
             "whole cores each cell asks for and times with, e.g. --config cell_threads=16"
         )
     return local_cores()
-
-
-def call_seconds(call_flops, threads):
-    """A pessimistic duration of one call (s): a forward pass, or a training step."""
-    return CALL_S + call_flops / (GFLOPS_PER_CORE * 1e9 * max(1, threads))
-
-
-def point_seconds(call_s, method, duel, timeit):
-    """The longest a point can take: its calls (warm-up, timed, output check) and its allowance."""
-    if method == "timeit":
-        calls = 1 + timeit["repeat"] * timeit["number"] + 1
-        return POINT_S + calls * call_s
-    timed = min(duel["max_time_s"], duel["max_samples"] * call_s) + call_s
-    return POINT_S + (duel["warmup_calls"] + 2) * call_s + timed
 
 
 def lengths_that_run(spec, sequence_lengths):

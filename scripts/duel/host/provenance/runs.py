@@ -172,12 +172,32 @@ def files_read(config_files, model_files):
     }
 
 
+SHARDS = os.path.join("results", "shards")
+HOST_PART = re.compile(r"[^A-Za-z0-9]+")
+
+
+def new_run_id(started):
+    """'<UTC second>-<host>-<pid>': unique across the hosts that write into one results folder
+    or one store, readable, and sorted by start."""
+    stamp = started.replace(":", "").replace("-", "").replace("+0000", "Z")
+    host = HOST_PART.sub("-", platform.node().split(".")[0]).strip("-")[:32] or "host"
+    return "%s-%s-%d" % (stamp, host, os.getpid())
+
+
+def shard_hashes(paths=None):
+    """{path: SHA-256} of the shards now in results/shards (or of ``paths`` that exist): what
+    decides, without clocks, which shards a run wrote."""
+    if paths is None:
+        paths = glob.glob(os.path.join(SHARDS, "**", "*.parquet"), recursive=True)
+    return dict((os.path.normpath(path), files.file_sha256(path)) for path in sorted(paths)
+                if ".partial-" not in path and os.path.isfile(path))
+
+
 def start(config, checkout, era_devices, envs_dir, config_files, model_files, cores, argv,
           planned_shards, runs_dir=RUNS_DIR):
     """Write a run's manifest as it starts; returns its path."""
     started = environment.utc_now()
-    stamp = started.replace(":", "").replace("-", "").replace("+0000", "Z")
-    folder = os.path.join(runs_dir, "%s-%d" % (stamp, os.getpid()))
+    folder = os.path.join(runs_dir, new_run_id(started))
     os.makedirs(folder, exist_ok=True)
     commit, dirty, diff = git_state(checkout)
     if dirty:
@@ -202,6 +222,7 @@ def start(config, checkout, era_devices, envs_dir, config_files, model_files, co
         "machine": machine(cores, config),
         "files": files_read(config_files, model_files),
         "planned_shards": sorted(planned_shards),
+        "shards_before": shard_hashes(),
         "shards": [],
     }
     path = os.path.join(folder, MANIFEST)
@@ -212,17 +233,25 @@ def start(config, checkout, era_devices, envs_dir, config_files, model_files, co
 def finish(path, status, checkout, era_devices, envs_dir, planned_shards=None):
     """Complete a run's manifest when it ends: status, end time, environment hashes (era
     environments built during the run now have theirs) and the shards this run wrote (planned
-    shards modified since it started). ``planned_shards``: the run's shards as known at its
+    shards whose content changed since it started). ``planned_shards``: the run's shards as known at its
     end (a settling round's are planned only after the first rounds)."""
     record = read(path)
     if planned_shards is not None:
         record["planned_shards"] = sorted(set(record["planned_shards"]) | set(planned_shards))
-    started = datetime.datetime.fromisoformat(record["started_at"]).timestamp()
     record["status"] = status
     record["ended_at"] = environment.utc_now()
     record["environments"] = environment_hashes(checkout, era_devices, envs_dir)
-    record["shards"] = sorted(shard for shard in record["planned_shards"]
-                              if os.path.exists(shard) and os.path.getmtime(shard) >= started - 1)
+    now = shard_hashes(record["planned_shards"])
+    if "shards_before" in record:  # by content: what differs from the shard at the start
+        before = record["shards_before"]
+        written = dict((shard, digest) for shard, digest in now.items()
+                       if before.get(shard) != digest)
+    else:  # a manifest started by an older Duel: by file times
+        started = datetime.datetime.fromisoformat(record["started_at"]).timestamp()
+        written = dict((shard, digest) for shard, digest in now.items()
+                       if os.path.getmtime(shard) >= started - 1)
+    record["shards"] = sorted(written)
+    record["shard_sha256"] = written
     write(record, path)
     return record
 

@@ -9,7 +9,11 @@ Layout (store version 1), under the store folder (config key ``store``, default 
     index.parquet                        every point's figures without samples, one file: what
                                          history and trend read (derived from runs/, remade
                                          whenever it does not match them)
-    .lock                                writers take it in turn (a second add waits)
+    removed.json                         the runs `duel store rm` took out: not added again
+    set-aside/<run id>/                  a run whose files cannot be read, moved out of every
+                                         question (`duel store check` names them)
+    .lock                                writers take it in turn (a second add waits, saying who
+                                         holds it: host, pid, since when)
     .incoming-<pid>-<n>/                 an add being written; a killed add's is removed later
 
 Why Parquet files under DuckDB views rather than one DuckDB database file: DuckDB lets a single
@@ -19,13 +23,17 @@ never see half a run, writers queue on a lock file, and a run is a folder that c
 another store. A shard is named by the SHA-256 of its bytes, so adding it again stores nothing.
 """
 import contextlib
+import datetime
+import errno
 import fcntl
 import glob
 import hashlib
 import itertools
+import json
 import os
 import re
 import shutil
+import socket
 import sys
 import time
 
@@ -44,7 +52,12 @@ POINTS_GLOB = "points-*.parquet"
 INCOMING = ".incoming-"
 REMOVED = ".removed-"
 LOCK = ".lock"
+REMOVED_RUNS = "removed.json"
+SET_ASIDE = "set-aside"
 DEFAULT = os.path.join("results", "store")
+LOCK_WAIT_S = 300.0  # a writer waits this long for another's lock, then gives up, naming it
+LOCK_WAIT_ENV = "DUEL_STORE_LOCK_WAIT_S"  # set: that many seconds instead
+LOCK_SAY_S = 10.0  # and says who holds it this often meanwhile
 STORE_COLUMNS = ("run_id", "shard", "shard_sha256")  # what a stored row adds to a shard's
 INDEX = "index.parquet"
 # The index: a row per stored row, its run's when and where, and only what a figure needs.
@@ -67,9 +80,21 @@ class StoreError(ValueError):
     """The store cannot do what was asked: one line for the user."""
 
 
-def default_path():
-    """The store of the workflow run from this folder: $DUEL_STORE, else results/store."""
-    return os.environ.get("DUEL_STORE") or DEFAULT
+def say(line):
+    """A line about the store for whoever runs the command (standard error)."""
+    sys.stderr.write("store: %s\n" % line)
+    sys.stderr.flush()
+
+
+def locate(given=None):
+    """The store a command or a workflow run uses: the one it was given (``--store``, config
+    key ``store``), else $DUEL_STORE, else results/store under the working folder."""
+    return given or os.environ.get("DUEL_STORE") or DEFAULT
+
+
+def _in(folder, *parts):
+    """Files matching ``parts`` under ``folder``: the folder's own name is never a pattern."""
+    return glob.glob(os.path.join(glob.escape(folder), *parts))
 
 
 def check_run_id(run_id):
@@ -111,25 +136,139 @@ def run_folder(store, run_id):
 def run_ids(store):
     """The ids of the runs in the store."""
     return sorted(os.path.basename(os.path.dirname(path))
-                  for path in glob.glob(os.path.join(store, RUNS, "*", RUN_FILE)))
+                  for path in _in(store, RUNS, "*", RUN_FILE))
+
+
+def _holder(handle):
+    """Who holds the lock, as its holder wrote it: 'pid 123 on host since 2026-...'."""
+    try:
+        handle.seek(0)
+        record = json.loads(handle.read() or "{}")
+        return "pid %s on %s since %s" % (record["pid"], record["host"], record["since"])
+    except (ValueError, KeyError, OSError):
+        return "a writer that did not say who it is"
+
+
+def _lock(handle, store, wait_s):
+    """Take the writer lock on the open ``handle``, waiting ``wait_s`` at most and saying who
+    holds it every LOCK_SAY_S meanwhile; StoreError when it stays held or when this file
+    system has no locks."""
+    started = said = time.time()
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise StoreError(
+                    "%s: this file system does not lock files (flock: %s); keep the store on "
+                    "a file system that does, or let one writer at a time add to it"
+                    % (os.path.join(store, LOCK), os.strerror(error.errno)))
+        waited = time.time() - started
+        if waited >= wait_s:
+            raise StoreError(
+                "%s is locked by %s, still after %.0f s: stop that process if it is stuck (a "
+                "holder that ends frees the lock), then run again" % (store, _holder(handle),
+                                                                      waited))
+        if time.time() - said >= LOCK_SAY_S:
+            say("waiting for the lock of %s, held by %s" % (store, _holder(handle)))
+            said = time.time()
+        time.sleep(0.2)
+    handle.seek(0)
+    handle.truncate()
+    handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                             "since": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                                 timespec="seconds")}))
+    handle.flush()
 
 
 @contextlib.contextmanager
-def writing(store):
-    """Hold the store's writer lock (waiting for another writer); clear what a killed writer
-    left, and make the index again where it does not match the runs (a run folder copied in by
-    hand, a store from before the index). Yields the index. Readers take no lock."""
+def writing(store, wait_s=None):
+    """Hold the store's writer lock (waiting ``wait_s`` at most for another writer: default
+    $DUEL_STORE_LOCK_WAIT_S, else LOCK_WAIT_S); clear what a killed writer left, set damaged
+    runs aside, and make the index again where it does not match the runs (a run folder copied
+    in by hand, a store from before the index). Yields the index. Readers take no lock."""
     create(store)
-    with open(os.path.join(store, LOCK), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        for left in glob.glob(os.path.join(store, INCOMING + "*")) + \
-                glob.glob(os.path.join(store, REMOVED + "*")):
+    if wait_s is None:
+        wait_s = float(os.environ.get(LOCK_WAIT_ENV) or LOCK_WAIT_S)
+    with open(os.path.join(store, LOCK), "a+") as handle:
+        _lock(handle, store, wait_s)
+        for left in _in(store, INCOMING + "*") + _in(store, REMOVED + "*"):
             shutil.rmtree(left, ignore_errors=True)
         index = _current_index(store)
         if index is None:
-            index = index_table(store)
+            index = index_table(store, set_aside_damaged=True)
             _write_index(store, index)
         yield index
+
+
+def removed_runs(store):
+    """{run id: when} of the runs ``remove`` took out of the store."""
+    try:
+        with open(os.path.join(store, REMOVED_RUNS)) as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise StoreError("%s: unreadable (%s); it lists the runs duel store rm took out: fix or "
+                         "delete it" % (os.path.join(store, REMOVED_RUNS), error))
+
+
+def _write_removed(store, removed):
+    files.write_json(os.path.join(store, REMOVED_RUNS), removed, sort_keys=True)
+
+
+def restore(store, run_id):
+    """Let a removed run be added again."""
+    with writing(store):
+        removed = removed_runs(store)
+        if removed.pop(run_id, None) is not None:
+            _write_removed(store, removed)
+
+
+def damage(store, run_id, full=False):
+    """What makes a stored run unreadable ('FILE: reason'), or None. ``full``: read every file
+    whole; else its run record and the footer of each points file (what a kill or a partial
+    copy breaks)."""
+    folder = run_folder(store, run_id)
+    paths = [os.path.join(folder, RUN_FILE)] + sorted(_in(folder, POINTS_GLOB))
+    for path in paths:
+        try:
+            if full or path.endswith(RUN_FILE):
+                pq.read_table(path)
+            else:
+                pq.read_metadata(path)
+        except (OSError, pa.ArrowException) as error:
+            return "%s: %s" % (path, str(error).splitlines()[0] if str(error) else
+                               type(error).__name__)
+    return None
+
+
+def damaged_runs(store, full=False):
+    """{run id: what is damaged} of every stored run that cannot be read."""
+    found = {}
+    for run_id in run_ids(store):
+        problem = damage(store, run_id, full)
+        if problem:
+            found[run_id] = problem
+    return found
+
+
+def set_aside(store, run_id, problem):
+    """Move a damaged run out of the store's questions into set-aside/ (under the lock)."""
+    target = os.path.join(store, SET_ASIDE, run_id)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.exists(target):
+        shutil.rmtree(target)
+    os.rename(run_folder(store, run_id), target)
+    with open(os.path.join(target, "DAMAGED"), "w") as handle:
+        handle.write(problem + "\n")
+    say("run %s set aside to %s: %s" % (run_id, target, problem))
+
+
+def skipping(run_id, problem):
+    say("run %s skipped, it cannot be read (%s): `duel store check --fix` sets it aside"
+        % (run_id, problem))
 
 
 def stored_shards(store, index=None):
@@ -140,7 +279,7 @@ def stored_shards(store, index=None):
 
 def _parts_on_disk(store):
     return set(os.path.relpath(path, os.path.join(store, RUNS))
-               for path in glob.glob(os.path.join(store, RUNS, "*", POINTS_GLOB)))
+               for path in _in(store, RUNS, "*", POINTS_GLOB))
 
 
 def _indexed_parts(table):
@@ -163,7 +302,7 @@ def _index_of_run(store, run_id):
     folder = run_folder(store, run_id)
     record = pq.read_table(os.path.join(folder, RUN_FILE)).to_pylist()[0]
     tables = []
-    for path in sorted(glob.glob(os.path.join(folder, POINTS_GLOB))):
+    for path in sorted(_in(folder, POINTS_GLOB)):
         names = set(pq.read_schema(path).names)
         part = pq.read_table(path, columns=[name for name in POINT_INDEXED + ("shard_sha256",)
                                             if name in names])
@@ -186,13 +325,23 @@ def _index_of_run(store, run_id):
     return tables
 
 
-def index_table(store):
+def index_table(store, set_aside_damaged=False):
     """Every stored row's figures (INDEX_SCHEMA): the index file where it matches the run
-    folders, else made from them (and written, by a writer)."""
+    folders, else made from them (and written, by a writer). A run that cannot be read is left
+    out and said (``set_aside_damaged``, under the lock: moved to set-aside/)."""
     table = _current_index(store)
     if table is not None:
         return table
-    tables = [table for run_id in run_ids(store) for table in _index_of_run(store, run_id)]
+    tables = []
+    for run_id in run_ids(store):
+        try:
+            tables += _index_of_run(store, run_id)
+        except (OSError, pa.ArrowException, IndexError) as error:
+            problem = damage(store, run_id) or "%s: %s" % (run_folder(store, run_id), error)
+            if set_aside_damaged:
+                set_aside(store, run_id, problem)
+            else:
+                skipping(run_id, problem)
     return pa.concat_tables(tables) if tables else INDEX_SCHEMA.empty_table()
 
 
@@ -201,11 +350,13 @@ def _write_index(store, table):
         pq.write_table(table, partial)
 
 
-def _reindex(store, before, run_id):
-    """After run ``run_id`` changed (under the lock): the index ``before`` the change with that
-    run's rows made again from its files (none where it is gone)."""
-    kept = before.filter(pc.not_equal(before.column("run_id"), run_id))
-    fresh = _index_of_run(store, run_id) if os.path.isdir(run_folder(store, run_id)) else []
+def reindex(store, before, changed):
+    """After the runs ``changed`` changed (under the lock): the index ``before`` the change with
+    their rows made again from their files (none where they are gone)."""
+    kept = before.filter(pc.invert(pc.is_in(before.column("run_id"),
+                                            value_set=pa.array(sorted(changed), pa.string()))))
+    fresh = [table for run_id in sorted(changed) if os.path.isdir(run_folder(store, run_id))
+             for table in _index_of_run(store, run_id)]
     _write_index(store, pa.concat_tables([kept] + fresh))
 
 
@@ -235,7 +386,7 @@ def add(store, run_id, points, describe):
         fresh = fresh.append_column("run_id", pa.array([run_id] * fresh.num_rows, pa.string()))
         pq.write_table(fresh, os.path.join(incoming, name))
         folder = run_folder(store, run_id)
-        earlier = sorted(glob.glob(os.path.join(folder, POINTS_GLOB)))
+        earlier = sorted(_in(folder, POINTS_GLOB))
         every = [pq.read_table(path) for path in earlier] + [fresh]
         frame = pa.concat_tables(every, promote_options="permissive").to_pandas()
         pq.write_table(pa.Table.from_pylist([describe(frame)]),
@@ -251,45 +402,55 @@ def add(store, run_id, points, describe):
             os.rmdir(incoming)
         else:
             os.rename(incoming, folder)
-        _reindex(store, before, run_id)
+        reindex(store, before, [run_id])
         return len(shards)
 
 
 def remove(store, run_id):
-    """Take run ``run_id`` out of the store (one rename, then the files go)."""
+    """Take run ``run_id`` out of the store (one rename, then the files go) and remember it, so
+    that adding its folder again does not bring it back."""
     version(store)
     folder = run_folder(store, run_id)
     with writing(store) as before:
         if not os.path.isdir(folder):
             raise StoreError("%s has no run %s (duel runs lists them)" % (store, run_id))
+        removed = removed_runs(store)
+        removed[run_id] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds")
+        _write_removed(store, removed)
         gone = os.path.join(store, "%s%s-%d" % (REMOVED, run_id, os.getpid()))
         os.rename(folder, gone)
         shutil.rmtree(gone)
-        _reindex(store, before, run_id)
+        reindex(store, before, [run_id])
 
 
 VIEWS = ("runs", "points", "figures")
 
 
-def connect(store, views=VIEWS):
+def connect(store, views=VIEWS, skip=()):
     """A DuckDB connection with the views ``runs`` (a row per run), ``points`` (a row per
     point, process and attempt of every run, samples included) and ``figures`` (the index: the
     same rows without samples, with their run's machine, start and commit): SQL over the whole
     store. ``views``: only those (each one over every run's files costs a read of their
-    schemas)."""
+    schemas); ``skip``: run ids left out (damaged)."""
     version(store)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # answers go to pipes and files
     if "figures" in views:
-        connection.register("figures_table", index_table(store))
+        index = index_table(store)
+        if skip:
+            index = index.filter(pc.invert(pc.is_in(index.column("run_id"),
+                                                    value_set=pa.array(sorted(skip)))))
+        connection.register("figures_table", index)
         connection.execute("CREATE VIEW figures AS SELECT * FROM figures_table")
     for view, pattern in (("runs", RUN_FILE), ("points", POINTS_GLOB)):
         if view not in views:
             continue
-        found = glob.glob(os.path.join(store, RUNS, "*", pattern))
-        if found:
-            source = "read_parquet(%s, union_by_name = true)" % _literal(
-                os.path.join(os.path.abspath(store), RUNS, "*", pattern))
+        found = sorted(path for path in _in(os.path.abspath(store), RUNS, "*", pattern)
+                       if os.path.basename(os.path.dirname(path)) not in skip)
+        if found:  # the files by name: a path is never read as a pattern
+            source = "read_parquet([%s], union_by_name = true)" % ", ".join(
+                _literal(path) for path in found)
         else:
             source = "(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS shard_sha256 WHERE false)"
         connection.execute("CREATE VIEW %s AS SELECT * FROM %s" % (view, source))
@@ -302,13 +463,20 @@ def _literal(text):
 
 def query(store, sql, parameters=None, views=VIEWS):
     """The answer to ``sql`` over the views of ``connect`` as a DataFrame. A run removed while
-    the query read it is read again without it."""
-    for attempt in (1, 2):
-        connection = connect(store, views)
+    the query read it is read again without it; a run whose files cannot be read is left out,
+    and said."""
+    skip = set()
+    for attempt in (1, 2, 3):
+        connection = connect(store, views, skip)
         try:
             return connection.execute(sql, parameters or []).df()
-        except duckdb.IOException:
-            if attempt == 2:
-                raise
+        except (duckdb.IOException, duckdb.InvalidInputException) as error:
+            damaged = damaged_runs(store)
+            for run_id in sorted(set(damaged) - skip):
+                skipping(run_id, damaged[run_id])
+            if attempt == 3 or (not damaged and isinstance(error, duckdb.InvalidInputException)):
+                raise StoreError("%s: a query over its files failed (%s); `duel store check` "
+                                 "names damaged files" % (store, str(error).splitlines()[0]))
+            skip |= set(damaged)
         finally:
             connection.close()

@@ -1,10 +1,13 @@
 """A results folder made into runs for the store: each shard on disk given to the run that wrote it.
 
 A folder holds the shards of many runs (each run rewrites the cells it ran) and a manifest per
-run (results/runs/<run id>/manifest.json). A shard belongs to the newest run whose manifest lists
-it among the shards it wrote (or, for a run that never ended, planned) and that started before
-the shard was written; a shard no manifest claims (a folder from before runs recorded manifests)
-goes to a run named after its shards' content. A folder with a summary.parquet and no shards (an
+run (results/runs/<run id>/manifest.json). A shard belongs to the run whose manifest lists it
+with the SHA-256 it has now: among the shards it wrote, as the run ended; for a run that never
+ended, a planned shard whose content differs from what it was when the run started. No clock is
+read, so nodes and a file server whose clocks disagree give every shard to its run. (Manifests
+written before hashes were recorded are read by file times: the newest run that lists the shard
+and started before it was written.) A shard no manifest claims (a folder from before runs
+recorded manifests) goes to a run named after its shards' content. A folder with a summary.parquet and no shards (an
 older layout) is one such run. Every table read from disk goes through the merge's migration
 (tables/summary.py), so a store holds today's columns whatever version wrote them.
 """
@@ -45,7 +48,7 @@ def _manifests(results_dir):
     """(run id, record) of every manifest, oldest first; StoreError naming one that is not
     whole JSON."""
     found = []
-    for path in glob.glob(os.path.join(results_dir, "runs", "*", runs.MANIFEST)):
+    for path in glob.glob(os.path.join(glob.escape(results_dir), "runs", "*", runs.MANIFEST)):
         try:
             record = runs.read(path)
         except (OSError, ValueError) as error:
@@ -67,11 +70,25 @@ def _started(record):
         return float("-inf")
 
 
+def _claims(record, recorded, digest_now):
+    """Whether the run of manifest ``record`` wrote the shard now at ``recorded`` (its path as
+    manifests write it), by the shard's content; None where the manifest holds no hashes."""
+    written = record.get("shard_sha256")
+    if written is not None:
+        return written.get(recorded) == digest_now()
+    before = record.get("shards_before")
+    if before is not None and record.get("status") == "running":
+        planned = set(os.path.normpath(shard) for shard in record.get("planned_shards") or [])
+        return recorded in planned and before.get(recorded) != digest_now()
+    return None
+
+
 def owners(results_dir, exclude=(), digest=files.file_sha256):
     """{run id: (manifest record or None, [shard paths])} for every shard under the folder; runs
     named in ``exclude`` (the run now starting) claim nothing. ``digest``: a shard's SHA-256."""
-    shards = sorted(path for path in glob.glob(os.path.join(results_dir, SHARDS, "**", "*.parquet"),
-                                               recursive=True) if ".partial-" not in path)
+    shards = sorted(path for path in glob.glob(os.path.join(glob.escape(results_dir), SHARDS,
+                                                            "**", "*.parquet"), recursive=True)
+                    if ".partial-" not in path)
     manifests = [(run_id, record) for run_id, record in _manifests(results_dir)
                  if run_id not in exclude]
     found, unclaimed = {}, []
@@ -79,11 +96,14 @@ def owners(results_dir, exclude=(), digest=files.file_sha256):
         recorded, written = _as_recorded(results_dir, path), os.path.getmtime(path)
         owner = None
         for run_id, record in reversed(manifests):
-            claimed = set(record.get("shards") or [])
-            if record.get("status") == "running":
-                claimed |= set(record.get("planned_shards") or [])
-            if recorded in set(os.path.normpath(shard) for shard in claimed) and \
-                    _started(record) <= written + 1:
+            by_content = _claims(record, recorded, lambda: digest(path))
+            if by_content is None:  # an older manifest: by file times
+                claimed = set(record.get("shards") or [])
+                if record.get("status") == "running":
+                    claimed |= set(record.get("planned_shards") or [])
+                by_content = recorded in set(os.path.normpath(shard) for shard in claimed) and \
+                    _started(record) <= written + 1
+            if by_content:
                 owner = (run_id, record)
                 break
         if owner is None:
@@ -198,19 +218,35 @@ def _int(value):
     return None if value is None or pd.isna(value) else int(value)
 
 
-def add_folder(store, path, machine=None, exclude=()):
+def add_folder(store, path, machine=None, exclude=(), create=False, restore=()):
     """Add every run of the results folder ``path`` not yet stored; [(run id, shards added)].
-    Every new shard is read before anything is added: one that cannot be read stops the add."""
+    Every new shard is read before anything is added: one that cannot be read stops the add. A
+    run `duel store rm` took out is skipped, and said, unless named in ``restore``. ``create``:
+    make the store where there is none (else that is a StoreError: a mistyped path)."""
     if machine is not None and not archive.RUN_ID.match(machine):
         raise archive.StoreError("%r is not a machine name (letters, digits, '.', '_', '-')"
                                  % machine)
     results_dir = results_folder(path)
-    archive.create(store)
+    if create:
+        archive.create(store)
+    else:
+        try:
+            archive.version(store)
+        except archive.StoreError as error:
+            raise archive.StoreError("%s; add --create to make a new store there" % error)
+    for run_id in restore:
+        archive.restore(store, run_id)
+    removed = archive.removed_runs(store)
     stored = archive.stored_shards(store)
     digest = functools.lru_cache(maxsize=None)(files.file_sha256)  # each shard read once
     found = owners(results_dir, exclude, digest)
     tables = {}
     for run_id, (record, paths) in found.items():
+        if run_id in removed:
+            archive.say("run %s not added: duel store rm took it out of %s on %s (duel store add "
+                        "%s --restore %s adds it back)" % (run_id, store, removed[run_id], path,
+                                                         run_id))
+            continue
         fresh = [shard for shard in paths if digest(shard) not in stored]
         if fresh:
             tables[run_id] = shard_rows(results_dir, fresh, digest)
@@ -218,7 +254,7 @@ def add_folder(store, path, machine=None, exclude=()):
         table = summary_rows(results_dir)
         run_id = UNRECORDED + table.column("shard_sha256")[0].as_py()[:16]
         found[run_id] = (None, [])
-        if table.column("shard_sha256")[0].as_py() not in stored:
+        if table.column("shard_sha256")[0].as_py() not in stored and run_id not in removed:
             tables[run_id] = table
     added = []
     for run_id in sorted(tables, key=lambda run: ((found[run][0] or {}).get("started_at") or "",

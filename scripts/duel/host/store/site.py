@@ -45,7 +45,7 @@ from matplotlib import dates as mdates  # noqa: E402
 from matplotlib import pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from duel.cell import contract  # noqa: E402
+from duel.cell import contract, files  # noqa: E402
 
 from duel.host.render import pages, plots  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
@@ -56,7 +56,8 @@ VERDICT_RUNS = 200
 JUDGES = 4  # processes judging runs at most
 MARKED_RUNS = 60  # a line over more runs has no markers (they would hide it, and bloat the SVG)
 MACHINE_GROUPS = 3  # groups of runs differing only by machine shown, latest first
-MARKER = ".duel-site"  # in every folder publish wrote: only such a folder is replaced
+MARKER = ".duel-site"  # in a folder publish wrote: the files it wrote, the only ones it replaces
+PARTIAL = ".duel-site-partial-"  # a site being written, inside the folder it goes to
 RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
                "lock_sha256", "points", "processes", "headline"]
 # The columns a run's verdict needs: its points' identity, status and samples (summary.py's
@@ -495,32 +496,62 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
                                                               else "s"), "\n".join(body)))
 
 
+def _own_files(out):
+    """The files an earlier publish wrote into ``out`` (its MARKER lists them); StoreError
+    where ``out`` holds files publish did not write and no earlier site (naming one)."""
+    if not os.path.exists(out):
+        return []
+    if not os.path.isdir(out):
+        raise archive.StoreError("%s exists and is not a folder: give a folder for the site" % out)
+    try:
+        with open(os.path.join(out, MARKER)) as handle:
+            return [line for line in handle.read().splitlines() if line]
+    except FileNotFoundError:
+        others = sorted(name for name in os.listdir(out) if not name.startswith(PARTIAL))
+        if others:
+            raise archive.StoreError(
+                "%s holds files duel publish did not write (%s, ...): give a new or empty "
+                "folder, or an earlier site's" % (out, os.path.join(out, others[0])))
+        return []
+
+
 def _fresh_folder(out):
-    """A new folder to write the site into, beside ``out``; StoreError where ``out`` holds
-    files publish did not write (it is replaced whole)."""
-    if os.path.exists(out) and (not os.path.isdir(out) or (
-            os.listdir(out) and not os.path.exists(os.path.join(out, MARKER)))):
-        raise archive.StoreError("%s exists and is not a site duel publish wrote: give a new "
-                                 "or empty folder" % out)
-    partial = "%s.partial-%d" % (out.rstrip(os.sep), os.getpid())
+    """A new folder inside ``out`` to write the site into (refusing an ``out`` that holds
+    files publish did not write and no earlier site)."""
+    _own_files(out)
+    partial = os.path.join(out, "%s%d" % (PARTIAL, os.getpid()))
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial)
-    open(os.path.join(partial, MARKER), "w").close()
     return partial
 
 
-def _replace(partial, out):
-    """The new site in place of the old in two renames, the old one removed after."""
-    old = "%s.old-%d" % (out.rstrip(os.sep), os.getpid())
-    if os.path.exists(out):
-        os.rename(out, old)
-    os.rename(partial, out)
-    shutil.rmtree(old, ignore_errors=True)
+def _replace(partial, out, written):
+    """The new site's files in place of the old site's, each in one rename; the old site's
+    files the new one does not have removed; whatever else ``out`` holds (a CNAME, notes of
+    one's own) is left as it is. The MARKER lists the new site's files."""
+    earlier = _own_files(out)
+    for name in written:
+        target = os.path.join(out, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(os.path.join(partial, name), target)
+    for name in sorted(set(earlier) - set(written)):
+        path = os.path.join(out, name)
+        if os.path.isfile(path):
+            os.remove(path)
+        folder = os.path.dirname(path)
+        while folder != os.path.normpath(out) and os.path.isdir(folder) and \
+                not os.listdir(folder):
+            os.rmdir(folder)
+            folder = os.path.dirname(folder)
+    shutil.rmtree(partial, ignore_errors=True)
+    with files.atomic_path(os.path.join(out, MARKER)) as marker:
+        with open(marker, "w") as handle:
+            handle.write("".join(name + "\n" for name in written))
 
 
 def publish(store, out, verdict_runs=VERDICT_RUNS):
-    """Write the site of ``store`` to the folder ``out`` (replaced whole); the pages written,
-    relative to it."""
+    """Write the site of ``store`` to the folder ``out`` (its own files replaced, others kept);
+    the files written, relative to it."""
     archive.version(store)
     if not archive.run_ids(store):
         raise archive.StoreError("%s holds no run yet: nothing to publish (duel store add adds "
@@ -552,9 +583,8 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
         index_page(partial, runs, scope_links, model_links, machines_link, judged, verdicts,
                    failed)
         written = sorted(os.path.relpath(os.path.join(folder, name), partial)
-                         for folder, _, names in os.walk(partial) for name in names
-                         if name != MARKER)
-        _replace(partial, out)
+                         for folder, _, names in os.walk(partial) for name in names)
+        _replace(partial, out, written)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

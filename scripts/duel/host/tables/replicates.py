@@ -29,7 +29,7 @@ from duel.cell import contract
 
 POINT_IDENTITY = [name for name, _ in contract.IDENTITY if name != "replicate"]
 NOISY_SPREAD = 1.10  # a point whose replicates differ by more than 10% is marked noisy
-STATUS_SEVERITY = ["error", "oom", "skipped", "ok"]  # the first present wins
+STATUS_SEVERITY = list(contract.FAILED) + ["skipped", "ok"]  # the first present wins
 LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff")
 MEDIAN_OF = ("point_wall_s", "setup_s", "first_call_ms")
 SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")

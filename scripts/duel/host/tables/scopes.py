@@ -17,7 +17,8 @@ TABLE_KEYS = SCOPE[:2] + COMPARED + SCOPE[2:]
 MODEL_INPUT = ["model", "batch_size", "seq_len", "point"]
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 # How a point that has no time is shown: skipped is the 2019 sheets' N/A.
-STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error"}
+STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error", "killed": "killed",
+                 "timeout": "timeout"}
 
 
 def prepared(frame):

@@ -1,0 +1,112 @@
+"""A measuring process killed or stopped mid-sweep loses nothing it measured: its finished points
+stay, the point it was running becomes a row (killed, oom, timeout) and a fresh process measures
+the rest (duel/cell/journal.py, scripts/cell/run_cell.py)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import QUICK, REPO, TEST_MODELS
+from duel.cell import contract, journal
+
+LENGTHS = [2, 4, 6, 8, 16]
+
+
+def start_cell(tmp_path, *extra):
+    """The cell (tiny BERT, PyTorch eager, five points), started; (process, shard path)."""
+    output = str(tmp_path / "cell.parquet")
+    command = [sys.executable, os.path.join(REPO, "scripts", "cell", "run_cell.py"),
+               "--framework", "pytorch", "--mode", "eager",
+               "--model-config", os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
+               "--batch-sizes", "1", "--sequence-lengths", ",".join(map(str, LENGTHS)),
+               "--threads", "1", "--warmup-calls", str(QUICK["duel"]["warmup_calls"]),
+               "--min-samples", "5", "--min-time-s", "0.5", "--max-time-s", "5",
+               "--remeasures", "0", "--attempts", "1", "--output", output] + list(extra)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return process, output
+
+
+def measuring_third_point(output, process, timeout=300):
+    """The first measuring process's pid, once it has two points' rows and has begun the third."""
+    path = journal.path_of(output + ".attempt-1")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert process.poll() is None, process.communicate()
+        record = journal.read(path)
+        if len(record.rows) == 2 and len(record.begun) == 3:
+            return record.pid
+        time.sleep(0.02)
+    raise AssertionError("the cell never began its third point")
+
+
+def counted_rows(output):
+    rows = [row for row in pq.read_table(output).to_pylist() if row["counted"]]
+    return sorted(rows, key=lambda row: row["seq_len"])
+
+
+@pytest.mark.framework
+def test_a_measuring_process_killed_mid_sweep_keeps_its_points_and_the_rest_run_fresh(tmp_path):
+    process, output = start_cell(tmp_path)
+    os.kill(measuring_third_point(output, process), signal.SIGKILL)
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr[-3000:]
+    rows = counted_rows(output)
+    assert [row["seq_len"] for row in rows] == LENGTHS
+    assert [row["status"] for row in rows] == ["ok", "ok", "killed", "ok", "ok"], rows
+    assert [row["attempt"] for row in rows] == [1, 1, 1, 2, 2]
+    assert "SIGKILL" in rows[2]["message"] and rows[2]["hostname"] == rows[0]["hostname"]
+    assert rows[0]["samples"] and rows[3]["samples"]  # the samples came through the journal
+    assert "killed by SIGKILL" in stderr and "2 point(s) left" in stderr
+    assert not [name for name in os.listdir(str(tmp_path)) if "attempt" in name]
+
+
+@pytest.mark.framework
+def test_a_point_that_hangs_is_stopped_at_its_time_limit_and_the_rest_run(tmp_path):
+    # Limit: a tenth of the plan's estimate of a point (about 7 s here); a point takes about 1 s.
+    process, output = start_cell(tmp_path, "--point-time-limit", "0.1")
+    pid = measuring_third_point(output, process)
+    stopped = time.time()
+    os.kill(pid, signal.SIGSTOP)
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr[-3000:]
+    rows = counted_rows(output)
+    assert [row["status"] for row in rows] == ["ok", "ok", "timeout", "ok", "ok"], rows
+    assert "past the point's time limit" in rows[2]["message"]
+    limit = float(rows[2]["message"].split("time limit of ")[1].split(" s")[0])
+    assert 3 < limit < 30 and time.time() - stopped > limit - 1
+
+
+@pytest.mark.unit
+def test_a_journal_cut_mid_line_reads_up_to_its_last_whole_line(tmp_path):
+    path = str(tmp_path / "cell.journal")
+    record = journal.Journal(path, [(1, 8, "duel"), (1, 16, "duel")], {"hostname": "h"},
+                             limit_of=lambda point: 12.0)
+    record.begin((1, 8, "duel"))
+    record.row(dict(contract.empty_row(), batch_size=1, seq_len=8, method="duel", status="ok"))
+    record.begin((1, 16, "duel"))
+    record.close()
+    with open(path, "a") as handle:
+        handle.write(json.dumps({"row": {"batch_size": 1}})[:9])  # the kill, mid-write
+    read = journal.read(path)
+    assert read.pid == os.getpid() and len(read.rows) == 1
+    assert journal.running(read)[0] == (1, 16, "duel") and journal.running(read)[2] == 12.0
+    assert journal.left(read) == []
+    lost = journal.lost_row(read, (1, 16, "duel"), -9, out_of_memory=True)
+    assert lost["status"] == "oom" and "OOM killer" in lost["message"]
+    assert lost["hostname"] == "h" and lost["status"] in contract.FAILED
+    assert journal.lost_row(read, (1, 16, "duel"), -9)["status"] == "killed"
+
+
+@pytest.mark.unit
+def test_the_oom_killer_is_read_from_the_cgroup_of_the_process(tmp_path):
+    (tmp_path / "cgroup").write_text("0::/jobs/cell\n")
+    events = tmp_path / "fs" / "jobs" / "cell"
+    events.mkdir(parents=True)
+    (events / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n")
+    assert journal.oom_kills(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == 2
+    assert journal.oom_kills(str(tmp_path / "none"), str(tmp_path / "fs")) is None

@@ -87,7 +87,7 @@ rule run_cell:
         point_time_limit=config["point_time_limit"],
         # The cores it times with, as a param too: a change of them re-runs the cell (Snakemake
         # re-runs a job whose params changed, not one whose threads did).
-        timed_threads=lambda wildcards, threads: threads,
+        timed_threads=timing_threads,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"

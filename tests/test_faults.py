@@ -290,7 +290,8 @@ def test_a_run_its_disk_cannot_hold_is_refused_with_both_figures(small_disk, tmp
     assert result.returncode != 0
     line = next(line for line in said(result).splitlines() if line.startswith("this run would"))
     found = re.match(r"this run would write about ([\d.]+) MB under (\S+) \(references ([\d.]+) "
-                     r"MB, artifacts 0.0 MB, shards [\d.]+ MB\), and that disk has ([\d.]+) MB "
+                     r"MB, artifacts 0.0 MB, shards [\d.]+ MB, the store's copy of the shards "
+                     r"[\d.]+ MB\), and that disk has ([\d.]+) MB "
                      r"free", line)
     assert found and found.group(2) == os.path.join(str(workdir), "results"), line
     total, references, free = map(float, found.group(1, 3, 4))

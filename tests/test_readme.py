@@ -83,6 +83,8 @@ COMMANDS = {
     ".venv/bin/duel store add DIR --machine a100-node":
         "an add of a folder made elsewhere (tests/test_store.py runs it)",
     ".venv/bin/duel store rm RUN": "a removal (tests/test_store.py runs it)",
+    ".venv/bin/duel store check --fix": "a check of a damaged store (tests/test_store_faults.py "
+                                        "runs it)",
     ".venv/bin/duel publish site": RUN,
     ".venv/bin/duel store sql \"SELECT machine, count(*) AS runs FROM runs GROUP BY machine\"":
         RUN,

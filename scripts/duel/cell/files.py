@@ -46,9 +46,10 @@ def file_sha256(path, chunk=1 << 22):
 
 
 def describe_files(folder, parts):
-    """{path in ``folder``: {size, mtime_ns, sha256}} of every file under each of ``parts``
-    (files or folders in ``folder``): what a manifest records so that planning can tell a file
-    truncated or changed after its job wrote it (duel/host/plan/references.py)."""
+    """{path in ``folder``: {size, mtime_ns, ctime_ns, inode, sha256}} of every file under each
+    of ``parts`` (files or folders in ``folder``): what a manifest records so that planning can
+    tell a file truncated or changed after its job wrote it, even with its modification time
+    set back (the change time cannot be; duel/host/plan/references.py)."""
     described = {}
     for part in parts:
         top = os.path.join(folder, part)
@@ -58,5 +59,6 @@ def describe_files(folder, parts):
             status = os.stat(path)
             described[os.path.relpath(path, folder)] = {
                 "size": status.st_size, "mtime_ns": status.st_mtime_ns,
+                "ctime_ns": status.st_ctime_ns, "inode": status.st_ino,
                 "sha256": file_sha256(path)}
     return described

@@ -27,7 +27,7 @@ def run(args):
     if args.csv:
         print(table.to_csv(index=False), end="")
         return command.FINE
-    table["git_commit"] = table["git_commit"].fillna("").str[:10]
+    table["git_commit"] = table["git_commit"].fillna("").astype(str).str[:10]
     with pd.option_context("display.max_colwidth", 200, "display.width", 250):
         print(table.to_string(index=False) if len(table) else "no runs in the store")
     return command.FINE

@@ -6,10 +6,11 @@ A file that was truncated (a full disk, an interrupted copy) or changed afterwar
 every point of every cell that reads it an error, and Snakemake deletes a job's old outputs
 before the job runs: so the main Snakemake process checks these files while it plans and
 refuses, naming the file, before any cell can replace a good shard. The size is always
-compared, and the content by its hash: once per file as it is on disk (its size, modification
-and change times and inode, kept in VERIFIED beside the manifest), so a run of many cells costs
-a few ``stat`` calls per model, and bytes changed in place are found even where the
-modification time was set back (the change time cannot be).
+compared, and the content by its hash wherever the file's modification or change time or
+inode differ from those its job recorded (a copy, a touch; once per such file, the match kept in
+VERIFIED beside the manifest): a run of many cells costs a few ``stat`` calls per model, and
+bytes changed in place are found even where the modification time was set back (the change
+time cannot be).
 """
 import json
 import os
@@ -57,12 +58,16 @@ def check(manifest_path, sha256=files.file_sha256):
                 path, folder, "%d bytes, but its job wrote %d" % (status.st_size,
                                                                             record["size"])))
         identity = _identity(status) + [record["sha256"]]
+        as_written = [record["size"], record["mtime_ns"], record.get("ctime_ns"),
+                      record.get("inode"), record["sha256"]]
+        if identity == as_written:
+            continue
         if verified.get(name) != identity:
             if sha256(path) != record["sha256"]:
                 raise ReferenceMismatch(mismatch(
                     path, folder, "changed since its job wrote it (another SHA-256)"))
         checked[name] = identity
-    if checked != verified:
+    if checked and checked != verified:
         try:
             files.write_json(verified_path, checked, sort_keys=True)
         except OSError:  # a read-only copy is checked again next time

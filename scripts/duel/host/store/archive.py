@@ -266,9 +266,14 @@ def set_aside(store, run_id, problem):
     say("run %s set aside to %s: %s" % (run_id, target, problem))
 
 
+_skipped = set()  # the damaged runs this process said it skips: each is said once
+
+
 def skipping(run_id, problem):
-    say("run %s skipped, it cannot be read (%s): `duel store check --fix` sets it aside"
-        % (run_id, problem))
+    if run_id not in _skipped:
+        _skipped.add(run_id)
+        say("run %s skipped, it cannot be read (%s): `duel store check --fix` sets it aside"
+            % (run_id, problem))
 
 
 def stored_shards(store, index=None):
@@ -425,6 +430,8 @@ def remove(store, run_id):
 
 
 VIEWS = ("runs", "points", "figures")
+EMPTY_VIEW_COLUMNS = {"runs": ("run_id", "started_at", "machine", "eras"),
+                      "points": ("run_id", "shard_sha256")}
 
 
 def connect(store, views=VIEWS, skip=()):
@@ -451,8 +458,9 @@ def connect(store, views=VIEWS, skip=()):
         if found:  # the files by name: a path is never read as a pattern
             source = "read_parquet([%s], union_by_name = true)" % ", ".join(
                 _literal(path) for path in found)
-        else:
-            source = "(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS shard_sha256 WHERE false)"
+        else:  # no run (or none readable): the columns questions filter and sort on
+            source = "(SELECT %s WHERE false)" % ", ".join(
+                "NULL::VARCHAR AS %s" % name for name in EMPTY_VIEW_COLUMNS[view])
         connection.execute("CREATE VIEW %s AS SELECT * FROM %s" % (view, source))
     return connection
 
@@ -467,16 +475,18 @@ def query(store, sql, parameters=None, views=VIEWS):
     and said."""
     skip = set()
     for attempt in (1, 2, 3):
-        connection = connect(store, views, skip)
         try:
-            return connection.execute(sql, parameters or []).df()
+            connection = connect(store, views, skip)
+            try:
+                return connection.execute(sql, parameters or []).df()
+            finally:
+                connection.close()
         except (duckdb.IOException, duckdb.InvalidInputException) as error:
             damaged = damaged_runs(store)
-            for run_id in sorted(set(damaged) - skip):
+            for run_id in sorted(damaged):
                 skipping(run_id, damaged[run_id])
-            if attempt == 3 or (not damaged and isinstance(error, duckdb.InvalidInputException)):
+            if attempt == 3 or (not (set(damaged) - skip) and
+                                isinstance(error, duckdb.InvalidInputException)):
                 raise StoreError("%s: a query over its files failed (%s); `duel store check` "
                                  "names damaged files" % (store, str(error).splitlines()[0]))
             skip |= set(damaged)
-        finally:
-            connection.close()

@@ -95,6 +95,7 @@ def test_a_journal_cut_mid_line_reads_up_to_its_last_whole_line(tmp_path):
     read = journal.read(path)
     assert read.pid == os.getpid() and len(read.rows) == 1
     assert journal.running(read)[0] == (1, 16, "duel") and journal.running(read)[2] == 12.0
+    assert journal.Follower(path).running() == journal.running(read)
     assert journal.left(read) == []
     lost = journal.lost_row(read, (1, 16, "duel"), -9, out_of_memory=True)
     assert lost["status"] == "oom" and "OOM killer" in lost["message"]

@@ -218,27 +218,28 @@ def progress_fds(args):
     return (args.progress_fd,)
 
 
-POLL_S = 0.5  # how often a job looks at its measuring process's current point
+POLL_S = 1.0  # how often a job with a point time limit looks at its process's current point
 
 
-def run_attempt(command, fds, journal_path):
-    """Run one measuring process, stopping it (SIGKILL) when its current point passes its time
-    limit; (its exit status, the seconds the stopped point had run, or None)."""
+def run_attempt(command, fds, journal_path, limited):
+    """Run one measuring process; with a point time limit (``limited``), stop it (SIGKILL) once
+    its current point passes the limit. (Its exit status, the seconds the stopped point had
+    run, or None.)"""
     from duel.cell import journal
 
     process = subprocess.Popen(command, pass_fds=fds)
-    stopped = None
+    if not limited:
+        return process.wait(), None
+    follower = journal.Follower(journal_path)
     while True:
         try:
-            return process.wait(timeout=POLL_S), stopped
+            return process.wait(timeout=POLL_S), None
         except subprocess.TimeoutExpired:
             pass
-        if stopped is not None:
-            continue
-        current = journal.running(journal.read(journal_path))
+        current = follower.running()
         if current and current[2] and time.time() - current[1] > current[2]:
-            stopped = time.time() - current[1]
             process.kill()
+            return process.wait(), time.time() - current[1]
 
 
 def run_job(args, argv):
@@ -257,7 +258,8 @@ def run_job(args, argv):
         journal_path = journal.path_of(partial)
         oom_before = journal.oom_kills()
         status, stopped_after = run_attempt(attempt_command(argv, attempt, points, partial),
-                                            progress_fds(args), journal_path)
+                                            progress_fds(args), journal_path,
+                                            args.point_time_limit > 0)
         left = []
         if status == 0 and os.path.exists(partial):
             rows += shard.read_rows(partial)
@@ -279,7 +281,9 @@ def run_job(args, argv):
                 rows.append(journal.lost_row(
                     record, current[0], status, stopped_after, current[2],
                     oom_before is not None and oom_after is not None and oom_after > oom_before))
-                sys.stderr.write("run_cell.py: %s\n" % sweep_line(rows[-1]))
+                from duel.cell import sweep
+
+                sys.stderr.write("run_cell.py: %s\n" % sweep.point_line(rows[-1]))
             left = journal.left(record)
             if left:
                 sys.stderr.write("run_cell.py: %d point(s) left; measured in a fresh process "
@@ -309,12 +313,6 @@ def run_job(args, argv):
     sys.stderr.write("wrote %s: %d points, %d failed, %d rows of %d attempt(s)\n"
                      % (args.output, len(counted), failed, len(rows), attempt))
     return 0
-
-
-def sweep_line(row):
-    from duel.cell import sweep
-
-    return sweep.point_line(row)
 
 
 def job_limits(args):

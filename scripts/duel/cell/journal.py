@@ -2,8 +2,8 @@
 
 The process writes one JSON line when it starts (its pid, the points it will measure, the
 columns every row shares), one when it begins a point (when, and the point's time limit) and one
-per row it measures, each flushed at once. Its job reads the file while the process runs (to stop
-a point past its limit) and after it ends: a process killed mid-sweep leaves every finished
+per row it measures, each flushed at once. Its job follows the file while the process runs (to
+stop a point past its limit, reading only what was added) and reads it whole after it ends: a process killed mid-sweep leaves every finished
 point's rows here, and the point it was running becomes a row of its own (``lost_row``).
 Python 3.6-compatible.
 """
@@ -83,21 +83,37 @@ def read(path):
     return Record(pid, planned, columns, rows, begun)
 
 
-def point_of(row):
-    return (row["batch_size"], row["seq_len"], row["method"])
-
-
 def running(record):
-    """The point the process began last and has no row for since: (point, began at, limit s),
-    or None."""
-    if not record.begun:
-        return None
-    point, at, limit_s = record.begun[-1]
-    finished = [index for index, row in enumerate(record.rows) if point_of(row) == point]
-    begun_times = [index for index, begun in enumerate(record.begun) if begun[0] == point]
-    if len(finished) >= len(begun_times):
-        return None
-    return point, at, limit_s
+    """The point the process began last and has no row for (each begin is followed by one
+    row): (point, began at, limit s), or None."""
+    return record.begun[-1] if len(record.begun) > len(record.rows) else None
+
+
+class Follower(object):
+    """The job's look at a journal while its process runs: only the bytes added since the last
+    look are read, and only the lines of begun points parsed (a row's line holds its samples)."""
+
+    def __init__(self, path):
+        self.path, self.offset, self.partial, self.current = path, 0, b"", None
+
+    def running(self):
+        """As ``running``, from what the process has written so far."""
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                added = handle.read()
+        except (IOError, OSError):
+            return self.current
+        self.offset += len(added)
+        lines = (self.partial + added).split(b"\n")
+        self.partial = lines.pop()
+        for line in lines:
+            if line.startswith(b'{"begin"'):
+                begun = json.loads(line.decode("utf-8"))
+                self.current = (tuple(begun["begin"]), begun["at"], begun.get("limit_s"))
+            elif line.startswith(b'{"row"'):
+                self.current = None
+        return self.current
 
 
 def left(record):

@@ -47,7 +47,6 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import contract  # noqa: E402
 from duel.host.compare import changes  # noqa: E402

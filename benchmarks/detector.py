@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The disturbance detector as a measured instrument: its false alarms and its hits, here.
 
-Real measuring processes (scripts/cell/run_cell.py, one point measured once: no re-measuring,
+Real measuring processes (duel.cell.commands.run_cell, one point measured once: no re-measuring,
 one process per job) time a fixed set of points, first with nothing beside them (the quiet
 phase), then while a neighbour pinned to the last CPU the cells use keeps that core busy for a
 known share of every 100 ms (``--duties``), phases interleaved in rounds so that a slow change
@@ -33,13 +33,12 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 
+from aa import busy_neighbour  # benchmarks/aa.py, beside this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
-from aa import busy_neighbour  # noqa: E402
-
-RUN_CELL = os.path.join(CHECKOUT, "scripts", "cell", "run_cell.py")
+RUN_CELL = ["-m", "duel.cell.commands.run_cell"]
 CELLS = (("pytorch", "eager"), ("tensorflow", "function"))
 PERIOD_S = 0.1
 KEPT = ("framework", "mode", "batch_size", "seq_len", "method", "status", "median", "disturbed",
@@ -51,7 +50,7 @@ KEPT = ("framework", "mode", "batch_size", "seq_len", "method", "status", "media
 def measure(framework, mode, args, folder):
     """One measuring process of one cell; its rows (KEPT columns)."""
     output = os.path.join(folder, "%s-%s-%d.parquet" % (framework, mode, time.time() * 1e6))
-    command = [sys.executable, RUN_CELL, "--framework", framework, "--mode", mode,
+    command = [sys.executable, *RUN_CELL, "--framework", framework, "--mode", mode,
                "--model-config", os.path.join(CHECKOUT, "config", "models", args.model + ".json"),
                "--batch-sizes", args.batch_sizes, "--sequence-lengths", args.sequence_lengths,
                "--threads", str(args.threads), "--min-time-s", str(args.min_time_s),

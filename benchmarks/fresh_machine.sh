@@ -106,7 +106,7 @@ find /var/lib/apt/lists -mindepth 1 -maxdepth 1 ! -name lock ! -name partial -ex
 
 echo "== caches"
 # The tests' own (Docker data root and base image, 2019 wheels) and the wheel caches the scripts
-# keep (scripts/build_image.py --wheel-cache: ~/.cache/duel-wheels in its usage).
+# keep (`duel image build` --wheel-cache: ~/.cache/duel-wheels in its usage).
 remove "${DUEL_TEST_DOCKER_ROOT:-$HOME/.cache/duel-tests/docker}" \
   "${DUEL_TEST_WHEELS:-$HOME/.cache/duel-tests/wheels}" "$HOME/.cache/duel-tests" \
   "$HOME/.cache/duel-wheels"

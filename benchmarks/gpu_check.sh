@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 out="${OUT:-gpu-check}"
 python="${PYTHON:-python3}"
 device="${DEVICE:-cuda}"
+# The in-cell commands import the package from the checkout (it may not be installed there).
+export PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}"
 parts="${*:-modes tf32}"
 bert=config/models/bert-base-cased.json
 mkdir -p "$out"
@@ -26,7 +28,7 @@ fi
 
 modes() {
   for mode in eager torchscript compile; do
-    "$python" scripts/cell/run_cell.py --framework pytorch --mode "$mode" --device "$device" \
+    "$python" -m duel.cell.commands.run_cell --framework pytorch --mode "$mode" --device "$device" \
       --model-config "$bert" --batch-sizes 1,8 \
       --sequence-lengths 128,512 --methods duel,timeit --output "$out/pytorch-$mode.parquet" \
       2>&1 | tee "$out/pytorch-$mode.log" | grep -E "duel|timeit|wrote"
@@ -35,10 +37,10 @@ modes() {
 
 tf32() {
   local model="${TF32_MODEL:-$bert}" batch="${TF32_BATCH:-8}" length="${TF32_LENGTH:-512}"
-  "$python" scripts/cell/make_reference.py --model-config "$model" --sequence-lengths "$length" \
+  "$python" -m duel.cell.commands.make_reference --model-config "$model" --sequence-lengths "$length" \
     --output-dir "$out/reference" 2>&1 | tee "$out/reference.log" | tail -n 1
   for switch in off on; do
-    "$python" scripts/cell/run_cell.py --framework pytorch --mode eager --device "$device" \
+    "$python" -m duel.cell.commands.run_cell --framework pytorch --mode eager --device "$device" \
       --precision fp32 --tf32 "$switch" --model-config "$model" --batch-sizes "$batch" \
       --sequence-lengths "$length" --methods duel --reference-dir "$out/reference" \
       --output "$out/pytorch-tf32-$switch.parquet" \
@@ -47,7 +49,6 @@ tf32() {
   "$python" - "$out" "$device" <<'PYTHON'
 import os, sys
 import pyarrow.parquet as pq
-sys.path.insert(0, "scripts")
 out, device = sys.argv[1], sys.argv[2]
 rows = dict((switch, pq.read_table(os.path.join(out, "pytorch-tf32-%s.parquet" % switch))
              .to_pylist()[0]) for switch in ("off", "on"))

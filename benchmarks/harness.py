@@ -14,7 +14,7 @@
    measured side by side in one process: interleaved rounds whose order rotates, so drift in the
    machine's load reaches all three alike; the agreement is the median over rounds of each
    round's ratio (a paired comparison). Target: within a few percent.
-3. Repeatability: the same cell (``scripts/cell/run_cell.py``, the workflow's own entry point) run
+3. Repeatability: the same cell (``duel.cell.commands.run_cell``, the workflow's own entry point) run
    twice, one process after the other; per point the second run's median / the first's.
 
 Prints a Markdown table (the README holds one) with the load average seen around each part: on a
@@ -31,8 +31,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
-SCRIPTS = os.path.join(CHECKOUT, "scripts")
-sys.path.insert(0, SCRIPTS)
 
 from duel.cell import environment, models, process, sweep, timing  # noqa: E402
 
@@ -183,14 +181,14 @@ def measure_agreement(config, threads):
 
 
 def run_cell_once(cell, framework, mode, output, threads):
-    command = [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"),
+    command = [sys.executable, "-m", "duel.cell.commands.run_cell",
                "--framework", framework, "--mode", mode, "--model-config", cell["model"],
                "--batch-sizes", cell["batch_sizes"], "--sequence-lengths", cell["sequence_lengths"],
                "--min-time-s", cell["min_time_s"], "--threads", str(threads), "--output", output]
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             universal_newlines=True, timeout=1800)
     if result.returncode != 0:
-        raise RuntimeError("run_cell.py failed:\n" + result.stderr[-3000:])
+        raise RuntimeError("run_cell failed:\n" + result.stderr[-3000:])
     import pyarrow.parquet as pq
     return pq.read_table(output).to_pylist()
 

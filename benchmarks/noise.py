@@ -16,7 +16,7 @@ Variants (what the field uses against noise; duel's cells now run as ``duel``):
 - ``plain``: no binding, collector on, default inter-op pool (duel before this change);
 - ``pinned``: the process bound to fixed CPUs, OpenMP threads to places (conditions.py);
 - ``gc-off``: the collector off while timing (as timeit and torch.utils.benchmark);
-- ``duel``: pinned + gc-off + inter-op pool = threads, as run_cell.py now sets them;
+- ``duel``: pinned + gc-off + inter-op pool = threads, as run_cell sets them;
 - ``passive``: ``duel`` with ``OMP_WAIT_POLICY=PASSIVE`` (OpenMP threads sleep instead of
   spinning while they wait: on cores shared with other work, spinning threads steal each other's
   time; seen to matter a great deal under load, README "Deployed, without Python");
@@ -38,14 +38,12 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
-SCRIPTS = os.path.join(CHECKOUT, "scripts")
 VARIANTS = ("plain", "pinned", "gc-off", "duel", "passive", "jemalloc")
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 
 def worker(args):
     """One process: build the model, warm up, time calls for ``seconds``; print JSON."""
-    sys.path.insert(0, SCRIPTS)
     from duel.cell import conditions
 
     pinned = args.variant in ("pinned", "duel", "passive", "jemalloc")

@@ -26,7 +26,6 @@ import pyarrow as pa
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import contract, environment  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
@@ -36,7 +35,7 @@ CELLS = (("pytorch", "eager"), ("tensorflow", "eager"), ("tensorflow", "function
 POINTS = [(batch, length) for batch in (1, 2) for length in (8, 64, 128)]
 PROCESSES = 3
 POINT = "bert-base-cased/pytorch/eager/1x128"
-DUEL = [sys.executable, os.path.join(CHECKOUT, "scripts", "duel_cli.py")]
+DUEL = [os.path.join(os.path.dirname(sys.executable), "duel")]  # the installed command
 
 
 def run_rows(index, samples, rng):

@@ -1,6 +1,6 @@
 # Era "current" on the CPU: Debian bookworm's Python 3.11 and exactly the pins of
 # envs/current-cpu.txt (the stack of the workflow's own .venv).
-# Built by scripts/build_image.py (containers/README.md), which puts the lock file, wheels from
+# Built by `duel image build` (containers/README.md), which puts the lock file, wheels from
 # this machine's disk (the CPU build of torch) and the host's CA bundle into the context, and may
 # swap BASE for a Debian bookworm image made locally with debootstrap (no registry needed).
 ARG BASE=debian:12.7-slim

@@ -3,7 +3,7 @@
 # come with it as packages (torch's CUDA 13 build, TensorFlow's CUDA 12 set: tensorflow[and-cuda]),
 # so the base needs no CUDA of its own, only the NVIDIA driver, which `docker run --gpus all`
 # (runner docker does that for cuda cells) or `apptainer --nv` brings in from the host.
-# Built by scripts/build_image.py (containers/README.md); --local-base works as for current-cuda.
+# Built by `duel image build` (containers/README.md); --local-base works as for current-cuda.
 ARG BASE=debian:12.7-slim
 FROM ${BASE}
 

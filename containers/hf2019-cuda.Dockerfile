@@ -2,7 +2,7 @@
 # CUDA 10.0 and cuDNN 7.6 that TensorFlow 2.0 was built against (torch 1.3.0's wheel carries its
 # own CUDA 10.1 runtime), with Ubuntu 18.04's Python 3.7 in a venv holding exactly the pins of
 # envs/hf2019-cuda.txt, installed with --no-deps as the workflow's hf2019 venvs are. The base's
-# own Python 3.6 and TensorFlow stay unused. Built by scripts/build_image.py (containers/README.md).
+# own Python 3.6 and TensorFlow stay unused. Built by `duel image build` (containers/README.md).
 ARG BASE=tensorflow/tensorflow:2.0.0-gpu-py3
 FROM ${BASE}
 

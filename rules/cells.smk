@@ -2,7 +2,7 @@
 # Before the cells of a model, one job makes the weights all its cells share and the PyTorch
 # eager outputs each point is checked against, and (task training) another makes the model with
 # its language-modelling head that training cells start from (scripts/duel/cell/reference.py).
-# All run in the era's image with runner docker (params.launch: scripts/rules/run_in_docker.py) or
+# All run in the era's image with runner docker (params.launch: duel/host/stacks/docker_run.py) or
 # apptainer (container:, under `snakemake --sdm apptainer`).
 
 

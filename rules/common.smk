@@ -9,7 +9,6 @@ from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 CHECKOUT = workflow.basedir
-sys.path.insert(0, os.path.join(CHECKOUT, "scripts"))
 
 from duel.cell import attempts, contract, models, modes
 from duel.cell.adapters import deployed
@@ -30,6 +29,7 @@ USE_APPTAINER = (
 MAIN_PROCESS = workflow.is_main_process
 
 try:
+    drift.check_package(CHECKOUT)
     planner.prepare_config(config)
 except planner.PlanError as error:
     raise WorkflowError(str(error))
@@ -61,9 +61,11 @@ def drift_record(wildcards):
 MODELS_DIR = planner.resolve_models_dir(config, CHECKOUT)
 ERA_ENVS_DIR = planner.resolve_era_envs_dir(config, CHECKOUT)
 METHODS = planner.as_list(config["method"])
-RUN_CELL = os.path.join(CHECKOUT, "scripts", "cell", "run_cell.py")
-MAKE_REFERENCE = os.path.join(CHECKOUT, "scripts", "cell", "make_reference.py")
-RUN_IN_DOCKER = os.path.join(CHECKOUT, "scripts", "rules", "run_in_docker.py")
+# An in-cell command runs under an era's own interpreter, which has the package on its path only
+# through PYTHONPATH: the checkout's scripts folder.
+CELL_PATH = ["env", "PYTHONPATH={}".format(os.path.join(CHECKOUT, "scripts"))]
+RUN_CELL = ["-m", "duel.cell.commands.run_cell"]
+MAKE_REFERENCE = ["-m", "duel.cell.commands.make_reference"]
 REFERENCE = "results/reference/{era}/{model}/reference.json"
 TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
 RUNNER = config["runner"]
@@ -101,8 +103,8 @@ if MAIN_PROCESS:
     check_references()
 
 
-EXPORT_ARTIFACTS = os.path.join(CHECKOUT, "scripts", "cell", "export_artifacts.py")
-BUILD_RUNNER = os.path.join(CHECKOUT, "scripts", "cell", "build_runner.py")
+EXPORT_ARTIFACTS = ["-m", "duel.cell.commands.export_artifacts"]
+BUILD_RUNNER = ["-m", "duel.cell.commands.build_runner"]
 CPP_SOURCES = sorted(
     os.path.join(CHECKOUT, "cpp", name)
     for name in os.listdir(os.path.join(CHECKOUT, "cpp"))
@@ -202,16 +204,17 @@ def image_record(wildcards):
 
 
 def launcher(record_image):
-    """The words before a job's command: none, or scripts/rules/run_in_docker.py for runner
-    docker."""
+    """The words before a job's interpreter: the package's path, inside the era's container for
+    runner docker (duel/host/stacks/docker_run.py)."""
 
     def words(wildcards, threads):
         if RUNNER != "docker":
-            return []
-        words = [sys.executable, RUN_IN_DOCKER, "--image", era_image(wildcards)]
+            return CELL_PATH
+        words = [sys.executable, "-m", "duel.host.stacks.docker_run"]
+        words += ["--image", era_image(wildcards)]
         words += ["--device", device_of(wildcards), "--threads", str(threads)]
         words += ["--checkout", CHECKOUT, "--mount", MODELS_DIR]
-        return words + (["--record-image"] if record_image else []) + ["--"]
+        return words + (["--record-image"] if record_image else []) + ["--"] + CELL_PATH
 
     return words
 

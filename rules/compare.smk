@@ -1,5 +1,5 @@
 # Compare this run with an earlier one (config key baseline): what got faster or slower, how
-# sure, and what changed in between (as scripts/compare_runs.py), in results/comparison/.
+# sure, and what changed in between (as `duel compare`), in results/comparison/.
 from duel.host.compare import changes
 
 # The baseline's summary, read at planning, so a bad path stops the run before any job starts.
@@ -50,4 +50,4 @@ rule compare_baseline:
         ignore=config["baseline_ignore"],
         min_effect=config["min_effect"],
     script:
-        "../scripts/rules/compare_baseline.py"
+        "../scripts/compare_baseline.py"

@@ -21,13 +21,14 @@ rule export_artifacts:
         mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
         runtime=reference_runtime_min,
     params:
+        launch=CELL_PATH,
         python=era_python,
         script=EXPORT_ARTIFACTS,
         reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
         grid=grid,
         seed=config["seed"],
     shell:
-        "{params.python:q} {params.script:q} --format {wildcards.artifact:q}"
+        "{params.launch:q} {params.python:q} {params.script:q} --format {wildcards.artifact:q}"
         " --device {wildcards.device:q} --model-config {input.model_config:q}"
         " --reference-dir {params.reference_dir:q}"
         " --batch-sizes {params.grid[batch_sizes]:q}"
@@ -50,8 +51,9 @@ rule build_runner:
     # Compiling takes the cores it is given: never beside a timing cell.
     threads: timing_threads
     params:
+        launch=CELL_PATH,
         python=era_python,
         script=BUILD_RUNNER,
     shell:
-        "{params.python:q} {params.script:q} --runtime {wildcards.runtime:q}"
+        "{params.launch:q} {params.python:q} {params.script:q} --runtime {wildcards.runtime:q}"
         " --record {output.record:q} --log-name {log:q} > {log:q} 2>&1"

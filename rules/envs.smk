@@ -1,6 +1,6 @@
 # Era environments: built once from the era's lock file, then reused by every cell of that era.
 # Each lives in a folder named by its lock file's hash (eras.keyed_prefix), so an old run's
-# environment being rebuilt (scripts/rebuild_run.py) never replaces today's.
+# environment being rebuilt (`duel rebuild`) never replaces today's.
 
 
 localrules:
@@ -17,4 +17,4 @@ rule build_era_env:
     conda:
         "../envs/current-cpu.yaml"
     script:
-        "../scripts/rules/build_era_env.py"
+        "../scripts/build_era_env.py"

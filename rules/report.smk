@@ -34,7 +34,7 @@ rule compute_statistics:
     params:
         min_effect=config["min_effect"],
     script:
-        "../scripts/rules/compute_statistics.py"
+        "../scripts/compute_statistics.py"
 
 
 rule make_plots:
@@ -49,7 +49,7 @@ rule make_plots:
         "../envs/current-cpu.yaml"
     threads: 1
     script:
-        "../scripts/rules/make_plots.py"
+        "../scripts/make_plots.py"
 
 
 rule describe_environment:
@@ -70,4 +70,4 @@ rule describe_environment:
     params:
         eras=["%s-%s" % pair for pair in ERA_DEVICES],
     script:
-        "../scripts/rules/describe_environment.py"
+        "../scripts/describe_environment.py"

@@ -22,7 +22,7 @@ checkpoint open_points:
         max_replicates=MAX_REPLICATES,
         min_effect=config["min_effect"],
     script:
-        "../scripts/rules/open_points.py"
+        "../scripts/open_points.py"
 
 
 rule merge_shards:
@@ -46,4 +46,4 @@ rule merge_shards:
         min_effect=config["min_effect"],
         lacking=planner.lacking_rows(config, CHECKOUT),
     script:
-        "../scripts/rules/merge_shards.py"
+        "../scripts/merge_shards.py"

@@ -9,9 +9,9 @@
 # to bytecode at install (pip does by default; uv with --compile-bytecode): a cell is a fresh
 # process, and where .pyc files are missing and cannot be written (PYTHONDONTWRITEBYTECODE, a
 # read-only tree) each one would spend seconds compiling TensorFlow's sources before it starts.
-# Last, .venv/duel-env.json records the hash of every lock file installed (planning compares
-# .venv with its lock: README, Exact environments), and .venv/bin/duel launches the `duel`
-# command. Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
+# Then .venv/duel-env.json records the hash of every lock file installed (planning compares
+# .venv with its lock: README, Exact environments), and Duel's own package is installed editable,
+# with its `duel` command. Safe to run again. Needs Python 3.11 (DUEL_PYTHON to override).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +46,7 @@ if [[ "$installer" == uv ]]; then
   # uv reads no pip configuration: hand it this machine's pip sources and CA bundle.
   while IFS= read -r line; do
     if [[ "$line" == SSL_CERT_FILE=* ]]; then uv_env+=("$line"); else uv_options+=("$line"); fi
-  done < <(.venv/bin/python scripts/install/uv_options.py)
+  done < <(PYTHONPATH=scripts .venv/bin/python -m duel.host.stacks.pip_sources)
 fi
 
 # install PYTHON LOCK...: exactly the pins of the lock files, each file checked against its hash.
@@ -71,12 +71,14 @@ if ! install .venv/bin/python "${locks[@]}"; then
   exit 1
 fi
 "${pip[@]}" check > /dev/null
+# Duel itself (pyproject.toml), editable, built by the locked setuptools: .venv/bin/duel.
+if [[ "$installer" == uv ]]; then
+  env "${uv_env[@]}" .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps \
+    --no-build-isolation "${uv_options[@]}" --editable .
+else
+  "${pip[@]}" install --quiet --no-deps --no-build-isolation --editable .
+fi
 .venv/bin/python scripts/install/setup_marker.py .venv "$installer" "${locks[@]}"
-# `.venv/bin/duel` = scripts/duel_cli.py of the checkout that holds this .venv, run by its
-# python: a launcher, not an installed package, so .venv holds exactly the locked packages.
-printf '#!/bin/sh\nhere="$(dirname "$0")"\nexec "$here/python" "$(cd "$here/../.." && pwd)/scripts/duel_cli.py" "$@"\n' \
-  > .venv/bin/duel
-chmod +x .venv/bin/duel
 
 if [[ "$slurm" == true ]]; then
   # The same interpreter as .venv, without a pip or setuptools of its own: .venv's packages

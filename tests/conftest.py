@@ -14,7 +14,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
 MODELS = os.path.join(REPO, "config", "models")
 TEST_MODELS = os.path.join(REPO, "tests", "data", "models")
-sys.path.insert(0, SCRIPTS)
+# The installed package's command (scripts/setup.sh), beside the interpreter running the tests.
+DUEL = [os.path.join(os.path.dirname(sys.executable), "duel")]
+# What an era's own interpreter needs to import the package: the checkout's scripts folder.
+PACKAGE_PATH = {"PYTHONPATH": SCRIPTS}
+
+
+def cell_command(name, python=sys.executable):
+    """An in-cell command (duel/cell/commands/) as a job starts it."""
+    return [python, "-m", "duel.cell.commands." + name]
 
 # Timing settings that keep test points short; the method is the same as in real runs. One
 # process per cell: tests of replicates ask for more themselves.
@@ -267,7 +275,7 @@ def engine(tmp_path_factory):
 
 
 def image_built(engine, name, build_arguments, folder, timeout):
-    """``name`` from the engine, built first with scripts/build_image.py ``build_arguments``
+    """``name`` from the engine, built first with ``duel image build`` ``build_arguments``
     unless the engine has it already (the build's log in ``folder``): (name, image ID)."""
     log = os.path.join(str(folder), "build.log")
 
@@ -278,8 +286,7 @@ def image_built(engine, name, build_arguments, folder, timeout):
     if docker("image", "inspect", name).returncode != 0:
         with open(log, "w") as handle:
             built = subprocess.run(
-                [sys.executable, os.path.join(REPO, "scripts", "build_image.py")]
-                + list(build_arguments), env=engine.env, stdout=handle,
+                DUEL + ["image", "build"] + list(build_arguments), env=engine.env, stdout=handle,
                 stderr=subprocess.STDOUT, timeout=timeout)
         if built.returncode != 0:
             with open(log) as handle:

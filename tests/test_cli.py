@@ -10,13 +10,12 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import REPO, SCRIPTS
+from conftest import DUEL, REPO, SCRIPTS
 from duel.cell import contract
 from duel.host.render import outcome
 
 pytestmark = pytest.mark.unit
 
-DUEL = [sys.executable, os.path.join(SCRIPTS, "duel_cli.py")]
 SUBCOMMANDS = ["show", "compare", "rebuild", "lock", "image", "image build", "image run"]
 
 
@@ -126,44 +125,27 @@ def test_show_json_has_the_same_lines_and_the_counts(tmp_path, failed):
                                          "failed": int(failed)}
 
 
-@pytest.mark.parametrize("script, words", [
-    ("compare_runs.py", "duel compare"), ("rebuild_run.py", "duel rebuild"),
-    ("lock.py", "duel lock"), ("build_image.py", "duel image build")])
-def test_the_older_script_paths_name_the_command_and_do_the_same(script, words):
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, script), "--help"],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0
-    assert result.stderr == "scripts/%s runs `%s`; call that\n" % (script, words)
-    assert result.stdout.startswith("usage: %s" % words)
-
-
-def test_an_older_script_path_refuses_bad_input_as_the_command_does(tmp_path):
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "compare_runs.py"),
-                             str(tmp_path / "a"), str(tmp_path / "b")],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2
-    notice, refusal = result.stderr.splitlines()
-    assert "`duel compare`" in notice
-    assert refusal == "duel compare: error: %s: no such file or directory" % (tmp_path / "a")
-
-
-def test_the_launcher_setup_sh_writes_runs_the_checkout_it_sits_in(tmp_path):
-    """The printf line of scripts/setup.sh, run in a stand-in checkout whose .venv/bin/python
-    hands over to this interpreter."""
-    with open(os.path.join(SCRIPTS, "setup.sh")) as handle:
-        (line,) = [line for line in handle.read().replace("\\\n", " ").splitlines()
-                   if "> .venv/bin/duel" in line]
-    checkout = tmp_path / "checkout"
-    (checkout / ".venv" / "bin").mkdir(parents=True)
-    os.symlink(SCRIPTS, str(checkout / "scripts"))
-    python = checkout / ".venv" / "bin" / "python"
-    python.write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
-    python.chmod(0o755)
-    subprocess.run(["bash", "-c", line], cwd=str(checkout), check=True)
-    (checkout / ".venv" / "bin" / "duel").chmod(0o755)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    result = subprocess.run([str(checkout / ".venv" / "bin" / "duel"), "--help"],
-                            cwd=str(elsewhere), capture_output=True, text=True, timeout=120)
+def test_the_installed_command_runs_this_checkout_from_any_folder(tmp_path):
+    """``duel`` is the package's console script (pyproject.toml), installed editable by
+    scripts/setup.sh: it runs the checkout's code wherever it is started."""
+    result = subprocess.run(DUEL + ["--help"], cwd=str(tmp_path), capture_output=True, text=True,
+                            timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: duel")
+    where = subprocess.run([sys.executable, "-c", "import duel; print(duel.__file__)"],
+                           cwd=str(tmp_path), capture_output=True, text=True, check=True)
+    assert where.stdout.strip() == os.path.join(SCRIPTS, "duel", "__init__.py")
+
+
+def test_no_script_or_rule_puts_a_path_on_sys_path():
+    """The package is imported as installed (or through PYTHONPATH under an era's own
+    interpreter), never by a script editing the import path."""
+    edits = []
+    for folder in ("scripts", "rules", "benchmarks"):
+        for root, _, names in os.walk(os.path.join(REPO, folder)):
+            for name in names:
+                if name.endswith((".py", ".smk", ".sh")):
+                    with open(os.path.join(root, name)) as handle:
+                        if re.search(r"sys\.path\.(insert|append)", handle.read()):
+                            edits.append(os.path.relpath(os.path.join(root, name), REPO))
+    assert edits == []

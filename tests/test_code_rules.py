@@ -14,11 +14,10 @@ from duel.host.stacks import eras
 
 pytestmark = pytest.mark.unit
 
-# The Python 3.6 boundary, exactly two folders: scripts/cell (the entry points the rules start
-# with an era's own interpreter) and scripts/duel/cell (the code they import).
-CELL_CODE = [os.path.join(REPO, "scripts", "cell"), os.path.join(REPO, "scripts", "duel", "cell")]
-ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel",
-                   "run_cell"}  # the project's own in-cell code
+# The Python 3.6 boundary: the in-cell package, whose commands (duel/cell/commands) the rules
+# start with an era's own interpreter.
+CELL_CODE = [os.path.join(REPO, "scripts", "duel", "cell")]
+ALLOWED_IMPORTS = {"numpy", "pyarrow", "torch", "tensorflow", "transformers", "duel"}
 
 
 def python_files(paths):
@@ -31,7 +30,7 @@ def python_files(paths):
                     yield os.path.join(folder, name)
 
 
-def test_scripts_cell_and_duel_cell_run_on_python_3_6():
+def test_in_cell_code_runs_on_python_3_6():
     result = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "vermin"), "--target=3.6-", "--violations", "--no-tips",
          "--eval-annotations", "--backport", "typing", *CELL_CODE],
@@ -39,7 +38,7 @@ def test_scripts_cell_and_duel_cell_run_on_python_3_6():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_scripts_cell_and_duel_cell_import_only_stdlib_numpy_pyarrow_frameworks_transformers():
+def test_in_cell_code_imports_only_stdlib_numpy_pyarrow_frameworks_transformers():
     for path in python_files(CELL_CODE):
         tree = ast.parse(open(path).read(), path)
         for node in ast.walk(tree):
@@ -56,16 +55,16 @@ def test_scripts_cell_and_duel_cell_import_only_stdlib_numpy_pyarrow_frameworks_
 SCRIPTS = os.path.join(REPO, "scripts")
 
 
-def test_scripts_cell_holds_exactly_what_the_rules_start_with_an_era_interpreter():
-    """The other side of the boundary: every script a rule runs with an era's interpreter is in
-    scripts/cell, and nothing else is."""
+def test_the_cell_commands_are_exactly_what_the_rules_start_with_an_era_interpreter():
+    """The other side of the boundary: every module a rule runs with an era's interpreter is in
+    duel/cell/commands, and nothing else is."""
     started = set()
     for name in os.listdir(os.path.join(REPO, "rules")):
         with open(os.path.join(REPO, "rules", name)) as handle:
-            started.update(re.findall(r'os\.path\.join\(CHECKOUT, "scripts", "cell", "(\w+\.py)"\)',
-                                      handle.read()))
-    present = set(name for name in os.listdir(os.path.join(SCRIPTS, "cell"))
-                  if name.endswith(".py"))
+            started.update(re.findall(r'"-m", "duel\.cell\.commands\.(\w+)"', handle.read()))
+    commands = os.path.join(SCRIPTS, "duel", "cell", "commands")
+    present = set(name[:-len(".py")] for name in os.listdir(commands)
+                  if name.endswith(".py") and name != "__init__.py")
     assert started and started == present, (started, present)
 
 

@@ -2,7 +2,6 @@
 runs, every bad input, the environment differences, and two real tiny workflow runs."""
 import os
 import subprocess
-import sys
 
 import numpy as np
 import openpyxl
@@ -11,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, TEST_MODELS, snakemake, write_config
+from conftest import DUEL, QUICK, TEST_MODELS, snakemake, write_config
 from duel.cell import conditions, contract, shard
 from duel.host.compare import changes
 
@@ -19,7 +18,7 @@ from duel.host.cli import main as duel
 
 CELLS = [("pytorch", "eager"), ("tensorflow", "function")]
 GRID = [(1, 8), (1, 128), (2, 8), (2, 128), (4, 32)]
-COMMAND = [sys.executable, os.path.join(REPO, "scripts", "duel_cli.py"), "compare"]
+COMMAND = DUEL + ["compare"]
 
 
 def environment(framework, threads=2):

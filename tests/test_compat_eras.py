@@ -10,23 +10,22 @@ import sys
 
 import pytest
 
-from conftest import REPO, SCRIPTS
+from conftest import PACKAGE_PATH, REPO
 from duel.host.stacks import eras
 
 PROBE = r"""
 import glob, json, os, sys
-sys.path.insert(0, sys.argv[1])
 os.environ["USE_TF"] = "0"
 from duel.cell import compat, models
 import torch
 report = {"transformers": compat.transformers_version(), "legacy": compat.is_legacy(),
           "vocab": {}}
-for path in sorted(glob.glob(os.path.join(sys.argv[2], "*.json"))):
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
     spec = models.load_model_spec(path)
     family = models.FAMILIES[spec.family]
     config = compat.build_config(family.config_class, spec.family, spec.architecture)
     report["vocab"][spec.name] = config.vocab_size
-spec = models.load_model_spec(os.path.join(sys.argv[3], "tiny-bert-16pos.json"))
+spec = models.load_model_spec(os.path.join(sys.argv[2], "tiny-bert-16pos.json"))
 family = models.FAMILIES[spec.family]
 config = compat.build_config(family.config_class, spec.family, spec.architecture)
 model = compat.model_class(family.pytorch_class)(config).eval()
@@ -63,9 +62,9 @@ def era_python(era):
     pytest.param("current", "4.57.6", False, marks=pytest.mark.framework)])
 def test_compat_builds_every_config_and_reads_outputs_in_each_era(era, version, legacy):
     result = subprocess.run(
-        [era_python(era), "-c", PROBE, SCRIPTS, os.path.join(REPO, "config", "models"),
+        [era_python(era), "-c", PROBE, os.path.join(REPO, "config", "models"),
          os.path.join(REPO, "tests", "data", "models")],
-        capture_output=True, text=True, timeout=600)
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, **PACKAGE_PATH))
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["transformers"] == version and report["legacy"] is legacy

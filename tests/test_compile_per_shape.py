@@ -4,11 +4,10 @@ import os
 
 import pytest
 import subprocess
-import sys
 
 import pyarrow.parquet as pq
 
-from conftest import QUICK, REPO, TEST_MODELS
+from conftest import QUICK, TEST_MODELS, cell_command
 
 pytestmark = pytest.mark.framework
 
@@ -18,7 +17,7 @@ TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 def run_compile_cell(tmp_path, batch_sizes, lengths, env=None):
     output = str(tmp_path / "compile.parquet")
     duel = QUICK["duel"]
-    command = [sys.executable, os.path.join(REPO, "scripts", "cell", "run_cell.py"),
+    command = [*cell_command("run_cell"),
                "--framework", "pytorch", "--mode", "compile", "--model-config", TINY,
                "--batch-sizes", batch_sizes, "--sequence-lengths", lengths, "--threads", "1",
                "--warmup-calls", str(duel["warmup_calls"]),

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import SCRIPTS
+
 from duel.cell import conditions, timing
 
 pytestmark = pytest.mark.unit
@@ -21,9 +21,9 @@ def test_cpus_are_written_in_cpuset_notation():
 def test_a_cell_process_is_bound_and_says_so():
     """In a fresh process, as a cell is: its affinity and OpenMP placement are set and
     recorded."""
-    code = ("import os, json, sys; sys.path.insert(0, %r); from duel.cell import conditions; "
+    code = ("import os, json; from duel.cell import conditions; "
             "c = conditions.bind_process(1); c['now'] = sorted(os.sched_getaffinity(0)); "
-            "c['bind'] = os.environ['OMP_PROC_BIND']; print(json.dumps(c))" % SCRIPTS)
+            "c['bind'] = os.environ['OMP_PROC_BIND']; print(json.dumps(c))")
     output = subprocess.check_output([sys.executable, "-c", code], env=dict(
         os.environ, OMP_PROC_BIND=""), text=True)
     import json

@@ -18,7 +18,7 @@ def committed():
 
 def test_the_committed_page_is_what_the_generator_writes():
     assert committed() == config_doc.render(*config_doc.load()), (
-        "config/README.md is stale: run .venv/bin/python scripts/config_doc.py")
+        "config/README.md is stale: run .venv/bin/python -m duel.host.render.config_doc")
 
 
 def test_every_schema_key_has_a_row_with_its_description():

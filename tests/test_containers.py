@@ -16,9 +16,7 @@ import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
 from duel.cell import conditions, locks
-from duel.host.stacks import eras, image_build, images
-from duel.host.stacks import docker_run
-from rules import run_in_docker
+from duel.host.stacks import docker_run, eras, image_build, images
 
 ERAS_DEVICES = [(era, device) for era in ("current", "hf2019") for device in ("cpu", "cuda")]
 # The Python each image runs, which its lock file must be resolved for: what the base ships
@@ -188,7 +186,7 @@ def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_pat
                        "%s:%s:ro" % (checkout, checkout), "--volume", "%s:%s:ro" % (models, models)]
     inside = docker_run.mounts(str(checkout), [str(checkout), str(checkout / "results")])
     assert inside == ["--volume", "%s:%s:rw" % (checkout, checkout)]  # run in the checkout
-    args = run_in_docker.parse_args(["--image", "duel/x:1", "--device", "cuda", "--threads", "3",
+    args = docker_run.parse_args(["--image", "duel/x:1", "--device", "cuda", "--threads", "3",
                                      "--checkout", str(checkout), "--record-image", "--",
                                      "python", "run_cell.py", "--output", "a b.parquet"])
     command = docker_run.docker_run_command(args, "sha256:abc", "duel-n", str(work), "c0ffee")
@@ -243,7 +241,7 @@ def test_runner_apptainer_puts_the_image_in_the_container_directive_and_the_shar
     execs = [call for call in calls if " exec " in " %s " % call]
     assert len(execs) == 2  # make_reference and run_cell, not the merge
     assert all(str(sif) in call and "--nv" in call for call in execs)
-    assert any("make_reference.py" in call for call in execs)
+    assert any("duel.cell.commands.make_reference" in call for call in execs)
     (row,) = pq.read_table(shard_file(tmp_path, "pytorch", "eager", "tiny-bert-16pos")
                            ).to_pylist()
     assert row["status"] == "ok" and row["runner"] == "apptainer"

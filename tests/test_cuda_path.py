@@ -8,12 +8,11 @@ are the device check in benchmarks/gpu_check.sh, run where a GPU is lent.
 """
 import os
 import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import SCRIPTS, TEST_MODELS, snakemake
+from conftest import TEST_MODELS, cell_command, snakemake
 
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
@@ -24,7 +23,7 @@ TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 def test_a_cuda_cell_without_a_gpu_fails_every_point_loudly(tmp_path, framework, words):
     output = str(tmp_path / "cuda.parquet")
     result = subprocess.run(
-        [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"), "--framework", framework,
+        [*cell_command("run_cell"), "--framework", framework,
          "--device", "cuda", "--model-config", TINY, "--batch-sizes", "1,2",
          "--sequence-lengths", "8", "--output", output],
         capture_output=True, text=True, timeout=300)

@@ -5,14 +5,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import openpyxl
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, SCRIPTS, TEST_MODELS, snakemake, write_config
+from conftest import QUICK, REPO, TEST_MODELS, cell_command, snakemake, write_config
 from duel.cell import timing
 from duel.host.plan import deployment
 
@@ -39,8 +38,7 @@ def runners():
         sources = os.path.join(REPO, "cpp")
         newest = max(os.path.getmtime(os.path.join(sources, name)) for name in os.listdir(sources))
         if not record or record["status"] != "ok" or os.path.getmtime(record_path) < newest:
-            result = subprocess.run([sys.executable,
-                                     os.path.join(SCRIPTS, "cell", "build_runner.py"),
+            result = subprocess.run([*cell_command("build_runner"),
                                      "--runtime", runtime, "--record", record_path],
                                     capture_output=True, text=True, timeout=900)
             assert result.returncode == 0, result.stderr[-3000:]
@@ -129,13 +127,13 @@ def exported(tmp_path_factory):
     """The tiny model's reference and both exports, made by the scripts the rules run."""
     folder = tmp_path_factory.mktemp("exported")
     reference = str(folder / "reference")
-    subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", "make_reference.py"),
+    subprocess.run([*cell_command("make_reference"),
                     "--model-config", TINY, "--sequence-lengths", "8",
                     "--output-dir", reference], check=True, capture_output=True, timeout=600)
     artifacts = {}
     for artifact_format in ("torchscript", "savedmodel"):
         artifacts[artifact_format] = str(folder / artifact_format)
-        subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", "export_artifacts.py"),
+        subprocess.run([*cell_command("export_artifacts"),
                         "--format", artifact_format, "--model-config", TINY,
                         "--reference-dir", reference, "--batch-sizes", "1",
                         "--sequence-lengths", "8", "--output-dir", artifacts[artifact_format]],
@@ -144,7 +142,7 @@ def exported(tmp_path_factory):
 
 
 def run_cell(framework, mode, reference, artifact_dir, runner_build, output):
-    command = [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"),
+    command = [*cell_command("run_cell"),
                "--framework", framework, "--mode", mode, "--model-config", TINY,
                "--batch-sizes", "1", "--sequence-lengths", "8", "--reference-dir", reference,
                "--artifact-dir", artifact_dir, "--runner-build", runner_build,

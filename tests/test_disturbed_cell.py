@@ -10,7 +10,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, TEST_MODELS
+from conftest import QUICK, TEST_MODELS, cell_command
 from duel.cell import attempts
 
 pytestmark = [pytest.mark.framework, pytest.mark.alone]
@@ -20,7 +20,7 @@ def run_cell(tmp_path, *extra):
     """The cell (tiny BERT, PyTorch eager, both CPUs); (its rows, stderr, progress lines)."""
     output = str(tmp_path / "cell.parquet")
     read, write = os.pipe()
-    command = [sys.executable, os.path.join(REPO, "scripts", "cell", "run_cell.py"),
+    command = [*cell_command("run_cell"),
                "--framework", "pytorch", "--mode", "eager",
                "--model-config", os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
                "--batch-sizes", "1", "--sequence-lengths", "4,8", "--threads", "2",

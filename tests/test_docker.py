@@ -1,7 +1,7 @@
 """The docker runner for real: a real engine, a locally built image, real cells in containers.
 
 The engine is the one that answers or a private dockerd (tests/docker_engine.py). The image is
-built from the project's own containers/current-cpu.Dockerfile by scripts/build_image.py
+built from the project's own containers/current-cpu.Dockerfile by `duel image build`
 --local-base, on a Debian base made here with debootstrap (no image registry), with a PyTorch-only
 subset of envs/current-cpu.txt (tests/data/envs/current-cpu-pytorch.txt: the same versions,
 a third of the size, to keep CI's time). Cells run through the workflow with runner docker.

@@ -1,7 +1,7 @@
 """The 2019 image for real: hf2019-cpu built here without a registry, a 2019 cell run inside it.
 
 The image is the workflow's own ``duel/hf2019-cpu:<tag>``, from containers/hf2019-cpu.Dockerfile
-and the whole of envs/hf2019.txt, built by scripts/build_image.py --local-base on the stand-in
+and the whole of envs/hf2019.txt, built by `duel image build` --local-base on the stand-in
 for ``python:3.7.16-slim-bullseye`` (Debian bookworm and this machine's Python 3.7 in /usr/local:
 stacks/python_base.py), with its wheels from a cache outside the checkout that the first build
 fills (DUEL_TEST_WHEELS, default ~/.cache/duel-tests/wheels). The engine is the Docker tests'

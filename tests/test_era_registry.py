@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import REPO, SCRIPTS, era_shards
+from conftest import PACKAGE_PATH, REPO, era_shards
 from duel.cell import locks, modes, shard
 from duel.host.stacks import eras
 
@@ -46,10 +46,9 @@ def test_every_entry_holds_to_its_files_and_every_era_lock_has_an_entry():
 
 DETECT = r"""
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from duel.cell import models, modes
 from duel.cell.adapters import load_adapter
-spec = models.load_model_spec(sys.argv[2])
+spec = models.load_model_spec(sys.argv[1])
 lacking = []
 for framework in modes.frameworks():
     names = modes.mode_names(framework, kinds=modes.IN_PYTHON)
@@ -69,10 +68,10 @@ def test_the_declared_lacks_are_what_the_adapters_detect(era):
     """On the CPU, for a model every mode can trace (BERT): the modes the adapters skip in the
     era's own environment are exactly the modes its entry says it lacks."""
     answer = subprocess.run(
-        [era_python(era), "-c", DETECT, SCRIPTS,
+        [era_python(era), "-c", DETECT,
          os.path.join(REPO, "config", "models", "bert-base-cased.json")],
         capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **PACKAGE_PATH))
     assert answer.returncode == 0, answer.stderr[-3000:]
     detected = set((framework, mode) for framework, mode, _ in json.loads(answer.stdout))
     declared = set((framework, mode) for framework in modes.frameworks()
@@ -104,7 +103,6 @@ def fake_checkout(folder):
 
 MERGE_AND_PLOT = r"""
 import sys
-sys.path.insert(0, sys.argv[1] + "/scripts")
 from duel.host.render import plots, spreadsheet
 from duel.host.stacks import eras
 from duel.host.tables import summary
@@ -144,8 +142,10 @@ def test_an_era_added_in_one_place_plans_merges_and_plots(tmp_path):
         paths.append(path)
     out = tmp_path / "out"
     out.mkdir()
+    # The fake checkout's own code first on the path, before the installed package.
     answer = subprocess.run([sys.executable, "-c", MERGE_AND_PLOT, checkout, str(out)] + paths,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, PYTHONPATH=os.path.join(checkout, "scripts")))
     assert answer.returncode == 0, answer.stderr[-3000:]
     lines = answer.stdout.splitlines()
     assert lines[0].startswith("['current']") and "#000000" not in lines[0]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, SCRIPTS, snakemake
+from conftest import REPO, snakemake
 from duel.host.stacks import eras
 
 TINY_LOCK = ("# requires-python: 3.7\n"
@@ -59,8 +59,8 @@ def test_build_reuse_and_rebuild_of_a_real_environment(tmp_path):
     assert not os.path.exists(os.path.join(prefix, eras.MARKER))  # so the rule rebuilds it
 
 
-ENSURE = ("import sys; sys.path.insert(0, sys.argv[1]); from duel.host.stacks import eras; "
-          "eras.ensure_env('tiny', sys.argv[2], sys.argv[3], open(sys.argv[4], 'w'))")
+ENSURE = ("import sys; from duel.host.stacks import eras; "
+          "eras.ensure_env('tiny', sys.argv[1], sys.argv[2], open(sys.argv[3], 'w'))")
 
 
 @pytest.mark.era
@@ -72,7 +72,7 @@ def test_two_runs_needing_one_environment_build_it_once(tmp_path):
     lock.write_text(TINY_LOCK)
     prefix = str(tmp_path / "envs" / "tiny" / "cpu" / eras.lock_key(str(lock)))
     logs = [str(tmp_path / ("build-%d.log" % number)) for number in (1, 2)]
-    racers = [subprocess.Popen([sys.executable, "-c", ENSURE, SCRIPTS, str(lock), prefix, log])
+    racers = [subprocess.Popen([sys.executable, "-c", ENSURE, str(lock), prefix, log])
               for log in logs]
     assert [racer.wait(timeout=600) for racer in racers] == [0, 0]
     texts = [open(log).read() for log in logs]

@@ -7,7 +7,6 @@ shard (test_readme.py), a missing Docker engine (test_docker.py), no SLURM contr
 (test_slurm.py).
 """
 import glob
-import json
 import os
 import re
 import shutil

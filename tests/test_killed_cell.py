@@ -1,17 +1,16 @@
 """A measuring process killed or stopped mid-sweep loses nothing it measured: its finished points
 stay, the point it was running becomes a row (killed, oom, timeout) and a fresh process measures
-the rest (duel/cell/journal.py, scripts/cell/run_cell.py)."""
+the rest (duel/cell/journal.py, duel/cell/commands/run_cell.py)."""
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, TEST_MODELS
+from conftest import QUICK, TEST_MODELS, cell_command
 from duel.cell import contract, journal
 
 LENGTHS = [2, 4, 6, 8, 16]
@@ -20,7 +19,7 @@ LENGTHS = [2, 4, 6, 8, 16]
 def start_cell(tmp_path, *extra):
     """The cell (tiny BERT, PyTorch eager, five points), started; (process, shard path)."""
     output = str(tmp_path / "cell.parquet")
-    command = [sys.executable, os.path.join(REPO, "scripts", "cell", "run_cell.py"),
+    command = [*cell_command("run_cell"),
                "--framework", "pytorch", "--mode", "eager",
                "--model-config", os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
                "--batch-sizes", "1", "--sequence-lengths", ",".join(map(str, LENGTHS)),

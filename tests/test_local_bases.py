@@ -6,11 +6,10 @@ era uses); tests/test_docker_hf2019.py builds and runs the image on it.
 import hashlib
 import os
 import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO, SCRIPTS
+from conftest import DUEL, REPO
 from duel.host.stacks import eras, image_build, images, python_base, wheel_cache
 from duel.cell import locks
 
@@ -29,7 +28,7 @@ def test_official_python_bases_get_the_python_stand_in_and_debian_ones_debootstr
 
 
 def test_a_base_no_local_build_can_make_is_refused_with_what_to_do():
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "duel_cli.py"), "image",
+    result = subprocess.run([*DUEL, "image",
                              "build", "hf2019", "cuda", "--local-base"], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 2

@@ -14,7 +14,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, SCRIPTS, TEST_MODELS, shard_file, write_config
+from conftest import PACKAGE_PATH, QUICK, REPO, SCRIPTS, TEST_MODELS, shard_file, write_config
 from duel.cell import locks
 from duel.host.stacks import eras
 
@@ -55,7 +55,7 @@ def test_layered_lock_files_add_to_the_current_era_without_overlap():
 
 
 def copy_checkout(tmp_path):
-    """What scripts/setup.sh and scripts/lock.py read: scripts/ and the lock files."""
+    """What scripts/setup.sh and `duel lock` read: scripts/ and the lock files."""
     checkout = tmp_path / "checkout"
     shutil.copytree(SCRIPTS, str(checkout / "scripts"),
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -67,10 +67,9 @@ def copy_checkout(tmp_path):
 
 def installed_in(python):
     """The installed set of an interpreter, read by locks.installed inside it."""
-    probe = "import json, sys; sys.path.insert(0, sys.argv[1]); from duel.cell import locks; " \
-            "print(json.dumps(locks.installed()))"
-    answer = subprocess.run([python, "-c", probe, SCRIPTS], capture_output=True, text=True,
-                            check=True)
+    probe = "import json; from duel.cell import locks; print(json.dumps(locks.installed()))"
+    answer = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, **PACKAGE_PATH))
     return json.loads(answer.stdout)
 
 
@@ -129,11 +128,10 @@ def test_the_hf2019_environment_is_exactly_its_lock_and_fills_the_shard_columns(
         eras.ensure_env("hf2019", lock, prefix, log)  # pip: --no-deps, hashes checked
     python = eras.env_python(prefix)
     assert installed_in(python) == locks.read_pins(lock)
-    probe = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
-             "from duel.cell import environment; "
+    probe = ("import json; from duel.cell import environment; "
              "print(json.dumps(environment.lock_columns('hf2019', 'cpu', False)))")
-    answer = subprocess.run([python, "-c", probe, SCRIPTS], capture_output=True, text=True,
-                            check=True)
+    answer = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, **PACKAGE_PATH))
     columns = json.loads(answer.stdout)
     assert columns == {"lock_file": "envs/hf2019.txt", "lock_sha256": locks.file_sha256(lock),
                        "installed_sha256": locks.set_sha256(locks.read_pins(lock)),
@@ -208,11 +206,12 @@ def uv_here():
 @pytest.mark.install
 @pytest.mark.skipif(not uv_here(), reason="uv is not installed (scripts/setup.sh installs it)")
 def test_regenerating_the_locks_changes_no_pin_and_no_hash(tmp_path):
-    """scripts/lock.py, as documented, keeps every version of the present locks (uv's output
+    """`duel lock`, as documented, keeps every version of the present locks (uv's output
     file is its preference); it asks the package index for the hashes."""
     checkout = copy_checkout(tmp_path)
-    result = subprocess.run([sys.executable, "scripts/lock.py", "--uv", uv_here()],
-                            cwd=str(checkout), capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-m", "duel.host.cli", "lock", "--uv", uv_here()],
+                            cwd=str(checkout), capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, PYTHONPATH=str(checkout / "scripts")))
     assert result.returncode == 0, result.stderr[-4000:]
     for lock in INSTALLED:
         regenerated = str(checkout / lock)

@@ -1,12 +1,11 @@
 """Eager vs graph modes in both eras: TorchScript, torch.compile, XLA, and what each era lacks."""
 import os
 import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import MODELS, QUICK, REPO, SCRIPTS, snakemake, write_config
+from conftest import MODELS, QUICK, REPO, cell_command, snakemake, write_config
 from duel.cell import locks
 
 
@@ -60,7 +59,7 @@ def test_graph_modes_and_precisions_run_or_skip_with_their_reason_in_each_era(tm
 def test_transfo_xl_is_not_traced_and_not_even_built(tmp_path):
     output = str(tmp_path / "shard.parquet")
     result = subprocess.run(
-        [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"), "--framework", "pytorch",
+        [*cell_command("run_cell"), "--framework", "pytorch",
          "--mode", "torchscript", "--model-config", os.path.join(MODELS, "transfo-xl-wt103.json"),
          "--batch-sizes", "1,2", "--sequence-lengths", "8", "--output", output],
         capture_output=True, text=True, timeout=300)

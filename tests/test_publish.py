@@ -6,7 +6,6 @@ import html.parser
 import os
 import re
 import subprocess
-import sys
 import urllib.parse
 
 import numpy as np
@@ -14,13 +13,13 @@ import pytest
 from PIL import Image
 
 import debian_packages
-from conftest import REPO, cell_rows
+from conftest import DUEL, cell_rows
 from duel.cell import shard
 from duel.host.store import ingest
 
 pytestmark = pytest.mark.install
 
-CLI = os.path.join(REPO, "scripts", "duel_cli.py")
+
 # Chromium logs a page's console messages as lines holding "CONSOLE"; these are failures.
 CONSOLE_ERROR = re.compile(r"error|uncaught|failed to load", re.IGNORECASE)
 
@@ -54,7 +53,7 @@ def site(tmp_path_factory):
                                   create=True)
         assert len(added) == 1, added
     out = str(base / "site")
-    result = subprocess.run([sys.executable, CLI, "publish", out, "--store", store],
+    result = subprocess.run([*DUEL, "publish", out, "--store", store],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return out
@@ -132,7 +131,7 @@ def test_publish_replaces_only_its_own_files_and_refuses_a_folder_of_others(site
     store = os.path.join(os.path.dirname(site), "store")
     out = tmp_path / "site"
     publish = lambda folder, cwd=None: subprocess.run(
-        [sys.executable, CLI, "publish", str(folder), "--store", store], capture_output=True,
+        [*DUEL, "publish", str(folder), "--store", store], capture_output=True,
         text=True, timeout=300, cwd=cwd)
     assert publish(out).returncode == 0
     (out / "CNAME").write_text("duel.example.org\n")

@@ -41,19 +41,23 @@ def scratch_clone(target):
     return git(target, "rev-parse", "HEAD")
 
 
+def own_code(checkout):
+    """The environment that makes ``checkout``'s package the one imported."""
+    return dict(os.environ, PYTHONPATH=os.path.join(str(checkout), "scripts"))
+
+
 def snakemake_at(checkout, workdir, *args):
     command = [sys.executable, "-m", "snakemake", "-s", os.path.join(str(checkout), "Snakefile"),
                "--directory", str(workdir)] + list(args)
     result = subprocess.run(command, cwd=str(workdir), capture_output=True, text=True,
-                            timeout=1200)
+                            timeout=1200, env=own_code(checkout))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     return result
 
 
 def rebuild_run(checkout, *args):
-    return subprocess.run([sys.executable, os.path.join(str(checkout), "scripts", "duel_cli.py"),
-                           "rebuild"] + list(args),
-                          capture_output=True, text=True, timeout=1800)
+    return subprocess.run([sys.executable, "-m", "duel.host.cli", "rebuild"] + list(args),
+                          capture_output=True, text=True, timeout=1800, env=own_code(checkout))
 
 
 def only_manifest(run):

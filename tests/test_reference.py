@@ -3,13 +3,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import SCRIPTS, TEST_MODELS
+from conftest import TEST_MODELS, cell_command
 
 pytestmark = pytest.mark.framework
 
@@ -17,7 +16,7 @@ TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
 
 def run_script(name, *args):
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", name), *args],
+    result = subprocess.run([*cell_command(name), *args],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -26,14 +25,14 @@ def run_script(name, *args):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("reference") / "tiny")
-    run_script("make_reference.py", "--model-config", TINY, "--sequence-lengths", "8,32",
+    run_script("make_reference", "--model-config", TINY, "--sequence-lengths", "8,32",
                "--output-dir", folder)
     return folder
 
 
 def run_cell(tmp_path, reference_dir, framework, mode, precision="fp32"):
     output = str(tmp_path / ("%s-%s-%s.parquet" % (framework, mode, precision)))
-    run_script("run_cell.py", "--framework", framework, "--mode", mode, "--model-config", TINY,
+    run_script("run_cell", "--framework", framework, "--mode", mode, "--model-config", TINY,
                "--precision", precision, "--batch-sizes", "2", "--sequence-lengths", "8",
                "--min-time-s", "0.02", "--reference-dir", reference_dir, "--output", output)
     (row,) = pq.read_table(output).to_pylist()

@@ -13,11 +13,10 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import QUICK, REPO, SCRIPTS, snakemake, write_config
+from conftest import DUEL, QUICK, REPO, snakemake, write_config
 from duel.host.store import archive, ingest, questions
 from store_folders import results_folder
 
-DUEL = [sys.executable, os.path.join(SCRIPTS, "duel_cli.py")]
 V1 = os.path.join(REPO, "tests", "data", "store-v1")
 DAY = "2026-01-%02dT00:00:00+00:00"
 

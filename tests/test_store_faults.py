@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import SCRIPTS
+from conftest import DUEL, SCRIPTS
 from duel.cell import files
 from duel.host.provenance import runs
 from duel.host.store import archive, ingest
@@ -20,7 +20,6 @@ from store_folders import results_folder
 
 pytestmark = pytest.mark.unit
 
-DUEL = [sys.executable, os.path.join(SCRIPTS, "duel_cli.py")]
 DAY = "2026-01-%02dT00:00:00+00:00"
 POINT = "gpt2/pytorch/eager/1x8"
 

@@ -110,7 +110,7 @@ def test_the_merge_job_says_it_in_one_line_in_its_log_and_on_the_console(shards,
     bad = spoil(shards)
     result = subprocess.run(
         [sys.executable, "-c", MERGE_AS_SNAKEMAKE_RUNS_IT,
-         os.path.join(SCRIPTS, "rules", "merge_shards.py"), ",".join(shards), str(tmp_path)],
+         os.path.join(SCRIPTS, "merge_shards.py"), ",".join(shards), str(tmp_path)],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     with open(str(tmp_path / "merge.log")) as handle:

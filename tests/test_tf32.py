@@ -11,12 +11,11 @@ import sys
 
 import pytest
 
-from conftest import REPO, SCRIPTS
+from conftest import REPO
 from duel.host.tables import peaks
 
 PROBE = r"""
-import json, sys
-sys.path.insert(0, %(scripts)r)
+import json
 from duel.cell.adapters import load_adapter
 Adapter = load_adapter(%(framework)r)
 def seen(adapter):
@@ -35,8 +34,7 @@ ENVIRONMENT = {"pytorch": {"USE_TF": "0"}, "tensorflow": {"USE_TORCH": "0"}}
 def probe(framework):
     environment = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3",
                        TF_USE_LEGACY_KERAS="1", **ENVIRONMENT[framework])
-    result = subprocess.run([sys.executable, "-c", PROBE % {"scripts": SCRIPTS,
-                                                            "framework": framework}],
+    result = subprocess.run([sys.executable, "-c", PROBE % {"framework": framework}],
                             capture_output=True, text=True, env=environment, cwd=REPO,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

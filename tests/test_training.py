@@ -2,13 +2,12 @@
 that the loss really falls."""
 import os
 import subprocess
-import sys
 
 import openpyxl
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, SCRIPTS, TEST_MODELS, snakemake, write_config
+from conftest import QUICK, TEST_MODELS, cell_command, snakemake, write_config
 
 TINY = os.path.join(TEST_MODELS, "tiny-bert-16pos.json")
 
@@ -54,7 +53,7 @@ def test_training_cells_in_both_frameworks_and_eras(tmp_path, models_dir):
 @pytest.fixture(scope="module")
 def training_weights(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("weights") / "tiny")
-    result = subprocess.run([sys.executable, os.path.join(SCRIPTS, "cell", "make_reference.py"),
+    result = subprocess.run([*cell_command("make_reference"),
                              "--model-config", TINY, "--training-weights", "--output-dir",
                              folder], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -66,7 +65,7 @@ def training_weights(tmp_path_factory):
 def test_a_broken_optimiser_fails_the_loss_check(tmp_path, training_weights, framework):
     output = str(tmp_path / "broken.parquet")
     result = subprocess.run(
-        [sys.executable, os.path.join(SCRIPTS, "cell", "run_cell.py"), "--framework", framework,
+        [*cell_command("run_cell"), "--framework", framework,
          "--task", "training", "--model-config", TINY, "--batch-sizes", "2",
          "--sequence-lengths", "8", "--min-time-s", "0.02", "--learning-rate", "0",
          "--reference-dir", training_weights, "--output", output],

@@ -12,10 +12,7 @@ import platform
 import subprocess
 import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-
-from duel.cell import files, locks  # noqa: E402
+from duel.cell import files, locks
 
 MARKER = "duel-env.json"
 

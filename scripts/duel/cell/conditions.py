@@ -14,7 +14,7 @@ settings remove what can be removed and record the rest, in every shard:
 - What else ran: the host's steal time and other processes' CPU time on the point's CPUs
   (``steal_ms``, ``other_cpu_ms``, from /proc/stat). A point whose steal, neighbours or canary
   pass the limits (``disturbance``) is marked and measured again, first in the same process
-  (sweep.py), then in a fresh one (scripts/cell/run_cell.py); every row is kept.
+  (sweep.py), then in a fresh one (duel/cell/commands/run_cell.py); every row is kept.
 - Garbage collection: collected before the samples and switched off while they are taken, as
   timeit (and so the timeit method) and torch.utils.benchmark do; collections that still fall
   inside the samples (a framework calling gc.collect itself) are counted per point

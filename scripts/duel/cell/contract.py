@@ -53,7 +53,7 @@ OUTCOME = [
     ("message", pa.string()),
 ]
 # A job runs its cell in a fresh process; a point disturbed there is measured again in the same
-# process (sweep.py), then in another process (scripts/cell/run_cell.py): every row is kept, and
+# process (sweep.py), then in another process (duel/cell/commands/run_cell.py): every row is kept, and
 # only each point's last one counts.
 ATTEMPT = [
     ("attempt", pa.int64()),  # which process of the job measured the row: 1, 2, ...

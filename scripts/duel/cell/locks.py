@@ -4,7 +4,7 @@ A lock file (envs/*.txt) pins every package of an environment: ``name==version``
 followed by its ``--hash=sha256:...`` lines. The installed set of an environment is every
 distribution its interpreter can import, found as ``*.dist-info`` / ``*.egg-info`` folders on
 ``sys.path`` (the first of a name wins, as for import), less pip itself (the installer, whose
-version is whatever the interpreter bundles). Both are compared as {canonical name: version}.
+version is whatever the interpreter bundles) and Duel's own package (the code, not the stack). Both are compared as {canonical name: version}.
 
 Environments are layered: .venv holds envs/current-cpu.txt and the host's tools (envs/host.txt),
 and may hold the test tools
@@ -21,7 +21,7 @@ from .files import file_sha256  # noqa: F401  (a lock file's hash, as every call
 
 REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s\\;#]+)")
-LEFT_OUT = ("pip",)
+LEFT_OUT = ("pip", "duel")
 # The lock files that may be layered on an era's own lock (same folder): see the docstring.
 LAYERS = {"current-cpu.txt": ("host.txt", "tests.txt", "slurm.txt", "uv.txt")}
 

@@ -21,7 +21,7 @@ from .. import artifacts, modes
 
 # mode name -> its registry entry (modes.py), deployed modes only
 MODES = {mode.name: mode for mode in modes.MODES if mode.kind in modes.DEPLOYED}
-# The runtime a C/C++ mode's runner is built against (scripts/cell/build_runner.py, cpp/).
+# The runtime a C/C++ mode's runner is built against (duel/cell/commands/build_runner.py, cpp/).
 RUNTIMES = {"pytorch": "libtorch", "tensorflow": "tensorflow"}
 
 

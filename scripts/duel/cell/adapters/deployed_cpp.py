@@ -1,6 +1,6 @@
 """Deployment modes in C/C++: the exported artifact run by its framework's own runtime.
 
-Each point starts the era's runner (cpp/, built by scripts/cell/build_runner.py) as its own
+Each point starts the era's runner (cpp/, built by duel/cell/commands/build_runner.py) as its own
 process: it loads the point's artifact, sets the cell's thread count (intra- and inter-op),
 times the duel method with the same settings (cpp/duel_runner.h keeps timing.py's stopping
 rule) and writes its raw samples, its load time and its peak RSS to a JSON file, and the final
@@ -72,7 +72,7 @@ class CppRunnerAdapter(Adapter):
         self._inputs = None
 
     def attach(self, artifact_dir, runner=None):
-        """``runner``: the build record (build.json, scripts/cell/build_runner.py) of this era's
+        """``runner``: the build record (build.json, duel/cell/commands/build_runner.py) of this era's
         runner; a runner that could not be built makes every point skipped or an error."""
         self.deployment.attach(artifact_dir)
         if not runner or not os.path.isfile(runner):

@@ -1,4 +1,4 @@
-"""``python -m duel.host.cli`` (with scripts/ on the path) is ``duel``."""
+"""``python -m duel.host.cli`` is ``duel`` (the installed command runs the same)."""
 import sys
 
 from duel.host.cli import main

@@ -77,7 +77,8 @@ def run_part(args, index, path, record, cells):
         answer = subprocess.run(
             [sys.executable, "-m", "snakemake", "-s", os.path.join(code, "Snakefile"),
              "--directory", os.path.abspath(args.output), "--cores", str(args.cores),
-             "--configfile", config], stdout=handle, stderr=subprocess.STDOUT)
+             "--configfile", config], stdout=handle, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONPATH=os.path.join(code, "scripts")))  # its own code
     if answer.returncode != 0:
         with open(log) as handle:
             tail = handle.read().strip().splitlines()[-15:]

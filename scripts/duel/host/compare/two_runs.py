@@ -1,7 +1,7 @@
 """One comparison of two runs from start to end: compare, write the files, print the summary.
 
 The command (``duel compare``) and the workflow's compare_baseline rule
-(scripts/rules/compare_baseline.py) both call ``compare_and_write``.
+(scripts/compare_baseline.py) both call ``compare_and_write``.
 """
 from duel.host.compare import changes, report
 from duel.host.verdicts import statistics

@@ -10,12 +10,24 @@ import json
 import os
 import sys
 
+import duel
 from duel.cell import locks
 
 from duel.host.plan.planner import PlanError
 from duel.host.stacks.eras import MARKER
 
 LOCK = os.path.join("envs", "current-cpu.txt")
+
+
+def check_package(checkout):
+    """The package imported is the workflow's own: a Snakefile of another checkout (a rebuild's
+    code, a second clone) run by this .venv would otherwise run this checkout's code."""
+    imported = os.path.realpath(os.path.dirname(os.path.dirname(duel.__file__)))
+    wanted = os.path.realpath(os.path.join(checkout, "scripts"))
+    if imported != wanted:
+        raise PlanError("the workflow in %s imports the duel package from %s: run it with "
+                        "PYTHONPATH=%s, or with that checkout's own .venv"
+                        % (checkout, imported, wanted))
 
 
 def _setup_note(checkout, lock):

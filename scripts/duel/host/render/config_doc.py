@@ -2,13 +2,14 @@
 with its type, its default and the schema's own description, so the schema stays the one home
 of what each key means and this page cannot drift from it.
 
-    .venv/bin/python scripts/config_doc.py      # rewrites config/README.md
+    .venv/bin/python -m duel.host.render.config_doc      # rewrites config/README.md
 
 The default is the value in config/config.yaml (what a run uses unless told otherwise), else
 the schema's ``default``; a key in neither is ``required`` (the schema says so) or ``unset``.
 tests/test_config_doc.py holds the committed page to what this writes.
 """
 import os
+import sys
 
 import yaml
 
@@ -26,9 +27,9 @@ else the schema's. Override keys with `--config KEY=VALUE` or a file of your own
 (`--configfile`, merged over the default key by key). Nested keys are written with a dot
 (`duel.warmup_calls` is `warmup_calls` under `duel:`).
 
-This page is generated from the schema by `.venv/bin/python scripts/config_doc.py`: change a
-key's wording in the schema, then run that command; `tests/test_config_doc.py` checks the two
-agree.
+This page is generated from the schema by `.venv/bin/python -m duel.host.render.config_doc`:
+change a key's wording in the schema, then run that command; `tests/test_config_doc.py` checks
+the two agree.
 """
 
 
@@ -162,3 +163,7 @@ def main(repo=REPO):
         handle.write(render(*load(repo)))
     print("wrote %s" % os.path.relpath(path, repo))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

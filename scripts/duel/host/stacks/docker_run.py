@@ -11,8 +11,9 @@ With ``--record-image`` it appends ``--image NAME --image-digest ID`` to the com
 shard names the image that produced it. The checkout's commit is handed in as DUEL_GIT_COMMIT
 (the image has no git). A container that fails or is killed fails the job with a message saying
 so; a job that is stopped stops its container; a container left behind by a killed earlier run
-of the same job is removed before the new one starts. The workflow runs it through
-scripts/rules/run_in_docker.py; a person through ``duel image run``.
+of the same job is removed before the new one starts. The workflow's jobs run it as
+``python -m duel.host.stacks.docker_run --image ... -- COMMAND``; a person through
+``duel image run``.
 """
 import argparse
 import hashlib
@@ -36,7 +37,7 @@ EXIT_MEANINGS = {
 
 
 def add_arguments(parser):
-    """The options of a docker run, on the rule script's parser and on ``duel image run``'s."""
+    """The options of a docker run, on this module's parser and on ``duel image run``'s."""
     parser.add_argument("--image", required=True, help="image name, e.g. duel/current-cpu:TAG")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--threads", type=int, required=True, help="CPUs the container may use")
@@ -124,3 +125,24 @@ def run(args):
         sys.stderr.write("docker_run: container %s of image %s ended with status %d: %s\n"
                          % (name, args.image, status, meaning))
     return status
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    check_command(parser, args)
+    return args
+
+
+def main(argv=None):
+    """A job's launcher: the container's exit status, or 1 with one line when none could run."""
+    try:
+        return run(parse_args(argv))
+    except images.ImageError as error:
+        sys.stderr.write("docker_run: %s\n" % error)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """Make one model's shared weights (PyTorch and TensorFlow) and PyTorch eager reference outputs.
 
 Runs in an era's environment (both frameworks needed), e.g.
 
-    python scripts/cell/make_reference.py --model-config config/models/gpt2.json \\
+    python -m duel.cell.commands.make_reference --model-config config/models/gpt2.json \\
         --sequence-lengths 8,128 --output-dir /tmp/gpt2-reference
 
 See duel/cell/reference.py. Python 3.6-compatible, like every in-cell script.
@@ -13,14 +12,10 @@ import time
 STARTED = time.time()  # the job's wall time, imports included, goes into the manifest
 
 import argparse  # noqa: E402
-import os  # noqa: E402
 import sys  # noqa: E402
-
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 
 
 def main(argv=None):
-    sys.path.insert(0, SCRIPTS)
     from duel.cell.process import positive_ints, prepare_process
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -1,21 +1,16 @@
-#!/usr/bin/env python
 """Export one model's shared weights to a deployment format (duel/cell/export.py), e.g.
 
-    python scripts/cell/export_artifacts.py --format torchscript \\
+    python -m duel.cell.commands.export_artifacts --format torchscript \\
         --model-config config/models/gpt2.json --reference-dir results/reference/current/gpt2 \\
         --batch-sizes 1 --sequence-lengths 8,128 --output-dir /tmp/gpt2-torchscript
 
-Runs in the era's environment, like run_cell.py (Python 3.6 and up).
+Runs in the era's environment, like run_cell (Python 3.6 and up).
 """
 import argparse
-import os
 import sys
-
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
 
 
 def main(argv=None):
-    sys.path.insert(0, SCRIPTS)
     from duel.cell.modes import ARTIFACT_FORMATS
     from duel.cell.process import positive_ints, prepare_process
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """uv's options for the package sources this machine's pip is configured with.
 
 uv reads no pip configuration (pip.conf, PIP_* variables): where pip here takes wheels from local
@@ -6,9 +5,10 @@ folders or extra indexes (e.g. the CPU build of torch from PyTorch's CPU wheel i
 CA bundle of its own, uv must be told the same explicitly. This prints, one per line, the uv
 options that say so (find-links, index-url, extra-index-url; pip's way of weighing every index,
 which hash checking makes safe), and the CA bundle as ``SSL_CERT_FILE=...`` for uv's
-environment. scripts/setup.sh and ``duel lock`` use it; stdlib only, run by any Python with pip.
+environment. scripts/setup.sh (before the package is installed) and ``duel lock`` use it;
+stdlib only, run by any Python with pip.
 
-    python scripts/install/uv_options.py [python-with-pip]
+    PYTHONPATH=scripts python -m duel.host.stacks.pip_sources [python-with-pip]
 """
 import os
 import subprocess

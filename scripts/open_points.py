@@ -1,14 +1,10 @@
 """Snakemake script: after the first rounds, the verdicts still open and the extra processes
 that measure their points again (duel/host/verdicts/settle.py)."""
-import os
 import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-
-from duel.cell import files  # noqa: E402
-from duel.host.tables import summary  # noqa: E402
-from duel.host.verdicts import settle  # noqa: E402
+from duel.cell import files
+from duel.host.tables import summary
+from duel.host.verdicts import settle
 
 
 def main(shards, output, replicates, max_replicates, min_effect):

@@ -1,11 +1,7 @@
 """Snakemake script: build one era's virtual environment from its lock file (stacks/eras.py)."""
 import os
-import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-
-from duel.host.stacks import eras  # noqa: E402
+from duel.host.stacks import eras
 
 if __name__ == "__main__" and "snakemake" in globals():
     with open(snakemake.log[0], "w") as log:  # noqa: F821

@@ -2,12 +2,9 @@
 import os
 import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-
-from duel.host.provenance import runs  # noqa: E402
-from duel.host.render import outcome, spreadsheet  # noqa: E402
-from duel.host.tables import breakdown, history, summary  # noqa: E402
+from duel.host.provenance import runs
+from duel.host.render import outcome, spreadsheet
+from duel.host.tables import breakdown, history, summary
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect, lacking=()):

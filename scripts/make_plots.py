@@ -1,14 +1,10 @@
 """Snakemake script: every chart of a merged run, one folder per kind (results/plots/)."""
-import os
 import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from duel.host.render import plots  # noqa: E402
-from duel.host.tables import summary  # noqa: E402
+from duel.host.render import plots
+from duel.host.tables import summary
 
 
 def read_ratios(path):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Run one benchmark cell and write its Parquet shard.
 
 A cell is one era x device x framework x mode x task x model; it sweeps every batch size x
@@ -14,7 +13,7 @@ or ``timeout`` row, and a fresh process measures the points left. The shard keep
 only each point's last counts. The workflow runs this script once per cell;
 it also runs by hand, e.g.
 
-    python scripts/cell/run_cell.py --framework pytorch --mode eager \\
+    python -m duel.cell.commands.run_cell --framework pytorch --mode eager \\
         --model-config config/models/gpt2.json --batch-sizes 1 --sequence-lengths 8,64 \\
         --output /tmp/gpt2.parquet
 
@@ -31,8 +30,6 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
 
 from duel.cell.adapters.deployed import is_deployed  # noqa: E402
 from duel.cell import contract  # noqa: E402
@@ -85,7 +82,7 @@ def parse_args(argv=None):
     grid.add_argument("--methods", type=names, default=["duel"], help="duel, timeit or both")
     grid.add_argument("--seed", type=int, default=0, help="seeds weights and input token ids")
     grid.add_argument("--reference-dir", default=None,
-                      help="shared weights and reference outputs (scripts/cell/make_reference.py); "
+                      help="shared weights and reference outputs (duel.cell.commands.make_reference); "
                            "without it the model is built from the seed and not checked")
     grid.add_argument("--threads", type=int, default=None, help="default: all usable CPUs")
     duel = parser.add_argument_group("method duel")
@@ -113,10 +110,10 @@ def parse_args(argv=None):
     deployed = parser.add_argument_group(
         "deployment modes (%s)" % ", ".join(mode_names(kinds=DEPLOYED)))
     deployed.add_argument("--artifact-dir", default=None,
-                          help="the exported artifacts (scripts/cell/export_artifacts.py)")
+                          help="the exported artifacts (duel.cell.commands.export_artifacts)")
     deployed.add_argument("--runner-build", default=None,
                           help="%s: the runner's build record "
-                               "(build.json, scripts/cell/build_runner.py)"
+                               "(build.json, duel.cell.commands.build_runner)"
                                % ", ".join(mode_names(kinds=(DEPLOYED_CPP,))))
     disturbed = parser.add_argument_group(
         "disturbed points (conditions.disturbance; 0 switches a limit off)")
@@ -158,7 +155,7 @@ def parse_args(argv=None):
         parser.error("mode %s needs --artifact-dir" % args.mode)
     for method in args.methods:
         if method in RENAMED_METHODS:
-            sys.stderr.write("run_cell.py: method %r is now called %r (deprecated spelling)\n"
+            sys.stderr.write("run_cell: method %r is now called %r (deprecated spelling)\n"
                              % (method, method_name(method)))
         elif method not in METHODS:
             parser.error("unknown method %r (methods: %s)" % (method, ", ".join(METHODS)))
@@ -199,7 +196,7 @@ def attempt_command(argv, attempt, points, output):
             skip = True
         elif not argument.startswith(("--output=", "--attempt=", "--points=")):
             kept.append(argument)
-    command = [sys.executable, os.path.abspath(__file__)] + kept
+    command = [sys.executable, "-m", "duel.cell.commands.run_cell"] + kept
     command += ["--attempt", str(attempt), "--output", output]
     if points:
         command += ["--points", ",".join("%dx%d:%s" % point for point in sorted(points))]
@@ -271,7 +268,7 @@ def run_job(args, argv):
                     os.remove(journal_path)
                 if attempt == 1:
                     return status or 1
-                sys.stderr.write("run_cell.py: attempt %d ended with status %d; the rows of the "
+                sys.stderr.write("run_cell: attempt %d ended with status %d; the rows of the "
                                  "attempts before it stand\n" % (attempt, status))
                 break
             rows += record.rows
@@ -283,10 +280,10 @@ def run_job(args, argv):
                     oom_before is not None and oom_after is not None and oom_after > oom_before))
                 from duel.cell import sweep
 
-                sys.stderr.write("run_cell.py: %s\n" % sweep.point_line(rows[-1]))
+                sys.stderr.write("run_cell: %s\n" % sweep.point_line(rows[-1]))
             left = journal.left(record)
             if left:
-                sys.stderr.write("run_cell.py: %d point(s) left; measured in a fresh process "
+                sys.stderr.write("run_cell: %d point(s) left; measured in a fresh process "
                                  "(attempt %d)\n" % (len(left), attempt + 1))
         if os.path.exists(journal_path):
             os.remove(journal_path)
@@ -297,12 +294,12 @@ def run_job(args, argv):
         if not again:
             break
         if not attempts.take_fresh_process(args.fresh_processes):
-            sys.stderr.write("run_cell.py: %d point(s) still disturbed; the run's fresh processes "
+            sys.stderr.write("run_cell: %d point(s) still disturbed; the run's fresh processes "
                              "for disturbed points are spent, so they count as measured\n"
                              % len(again))
             break
         points = again
-        sys.stderr.write("run_cell.py: %d disturbed point(s) run again in a fresh process "
+        sys.stderr.write("run_cell: %d disturbed point(s) run again in a fresh process "
                          "(attempt %d)\n" % (len(again), attempt + 1))
     job_wall_s = time.time() - STARTED
     for row in rows:

@@ -2,12 +2,9 @@
 import os
 import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-
-from duel.host.provenance import runs  # noqa: E402
-from duel.host.render import pages  # noqa: E402
-from duel.host.tables import summary  # noqa: E402
+from duel.host.provenance import runs
+from duel.host.render import pages
+from duel.host.tables import summary
 
 
 def main(parquet_path, lock_files, html_path):

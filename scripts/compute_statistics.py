@@ -1,13 +1,9 @@
 """Snakemake script: the statistics of a merged run (results/statistics/)."""
-import os
 import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-
-from duel.host.render import pages  # noqa: E402
-from duel.host.tables import summary  # noqa: E402
-from duel.host.verdicts import statistics  # noqa: E402
+from duel.host.render import pages
+from duel.host.tables import summary
+from duel.host.verdicts import statistics
 
 
 def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path,

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Build one deployment runner (cpp/) with CMake against an era's own installed wheel.
 
 The era's interpreter is asked where its wheel keeps what a C++ program needs (libtorch: the
@@ -10,7 +9,7 @@ cannot support, still writes its record (status error or skipped, with the reaso
 then report every point with that status instead of the whole run stopping. Run by the era's
 own interpreter (Python 3.6 and up).
 
-    .venv/bin/python scripts/cell/build_runner.py --runtime libtorch \\
+    python -m duel.cell.commands.build_runner --runtime libtorch \\
         --record .runners/current-cpu/libtorch-0123456789ab/build.json
 """
 import argparse
@@ -22,9 +21,8 @@ import subprocess
 import sys
 import time
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-CPP = os.path.join(os.path.dirname(SCRIPTS), "cpp")  # the runners' sources
+CHECKOUT = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
+CPP = os.path.join(CHECKOUT, "cpp")  # the runners' sources
 RUNNER = "duel-runner"
 
 from duel.cell import files  # noqa: E402

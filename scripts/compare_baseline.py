@@ -2,10 +2,7 @@
 import os
 import sys
 
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds duel/
-sys.path.insert(0, SCRIPTS)
-
-from duel.host.compare import two_runs  # noqa: E402
+from duel.host.compare import two_runs
 
 if __name__ == "__main__" and "snakemake" in globals():
     with open(snakemake.log[0], "w") as log:  # noqa: F821

@@ -8,30 +8,30 @@
 
 rule make_reference:
     input:
-        model_config=model_config,
-        era_env=era_env_marker,
+        model_config=JOBS.model_config,
+        era_env=JOBS.era_env_marker,
     output:
         # reference.json (the inference reference) or training.json (the training weights)
         manifest="results/reference/{era}/{model}/{weights}.json",
     log:
         "results/logs/reference/{era}/{model}-{weights}.log",
     # Before any cell, so that the cells' rounds are not split by a model's reference.
-    priority: REFERENCE_PRIORITY
+    priority: JOBS.reference_priority
     conda:
-        era_conda_env
+        JOBS.era_conda_env
     container:
-        era_container
+        JOBS.era_container
     # Heavy compute: it takes as many cores as a timing cell, so it never runs beside one.
-    threads: timing_threads
+    threads: JOBS.timing_threads
     resources:
-        mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
-        runtime=reference_runtime_min,
+        mem_mb=JOBS.reference_mem_mb,
+        runtime=JOBS.reference_runtime_min,
     params:
-        launch=launcher(record_image=False),
-        python=era_python,
+        launch=JOBS.launcher(record_image=False),
+        python=JOBS.era_python,
         script=MAKE_REFERENCE,
         folder=lambda wildcards, output: os.path.dirname(output.manifest),
-        what=reference_arguments,
+        what=JOBS.reference_arguments,
         seed=config["seed"],
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
@@ -41,39 +41,39 @@ rule make_reference:
 
 rule run_cell:
     input:
-        model_config=model_config,
-        era_env=era_env_marker,
-        reference=cell_weights,
-        artifacts=cell_artifacts,
-        runner=cell_runner,
-        settling=settling_input,
+        model_config=JOBS.model_config,
+        era_env=JOBS.era_env_marker,
+        reference=JOBS.cell_weights,
+        artifacts=JOBS.cell_artifacts,
+        runner=JOBS.cell_runner,
+        settling=JOBS.settling_input,
     output:
         shard=planner.SHARD_PATTERN,
     log:
         planner.LOG_PATTERN,
     # Interleaved rounds: replicate 1 of every cell before replicate 2 of any (common.smk).
-    priority: round_priority
+    priority: JOBS.round_priority
     conda:
-        era_conda_env
+        JOBS.era_conda_env
     container:
-        era_container
+        JOBS.era_container
     # A timing cell takes every core Snakemake may use, so no two cells ever share cores; on a
     # cluster it asks for config cell_threads whole cores (and a GPU for a cuda cell).
-    threads: timing_threads
+    threads: JOBS.timing_threads
     resources:
-        mem_mb=cell_mem_mb,
-        runtime=cell_runtime_min,
-        gpu=cell_gpus,
+        mem_mb=JOBS.cell_mem_mb,
+        runtime=JOBS.cell_runtime_min,
+        gpu=JOBS.cell_gpus,
     params:
-        launch=launcher(record_image=True),
-        python=era_python,
-        runner=era_runner,
-        image=image_record,
-        drift=drift_record,
+        launch=JOBS.launcher(record_image=True),
+        python=JOBS.era_python,
+        runner=JOBS.era_runner,
+        image=JOBS.image_record,
+        drift=JOBS.drift_record,
         reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
         script=RUN_CELL,
-        grid=grid,
-        methods=joined(METHODS),
+        grid=JOBS.grid,
+        methods=jobs.joined(JOBS.methods),
         seed=config["seed"],
         tf32="on" if config.get("tf32") else "off",
         learning_rate=config["training"]["learning_rate"],
@@ -81,13 +81,13 @@ rule run_cell:
         timeit=config["timeit"],
         disturbance=config["disturbance"],
         calibrate="on" if config["disturbance"]["calibrate"] else "off",
-        fresh_processes=FRESH_PROCESSES,
-        deployed=deployed_arguments,
-        points=settling_points,
+        fresh_processes=events.FRESH_PROCESSES,
+        deployed=JOBS.deployed_arguments,
+        points=JOBS.settling_points,
         point_time_limit=config["point_time_limit"],
         # The cores it times with, as a param too: a change of them re-runs the cell (Snakemake
         # re-runs a job whose params changed, not one whose threads did).
-        timed_threads=timing_threads,
+        timed_threads=JOBS.timing_threads,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q}"
         " --era {wildcards.era:q} --device {wildcards.device:q}"

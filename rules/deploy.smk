@@ -6,26 +6,26 @@
 
 rule export_artifacts:
     input:
-        model_config=model_config,
-        era_env=era_env_marker,
-        reference=REFERENCE,
+        model_config=JOBS.model_config,
+        era_env=JOBS.era_env_marker,
+        reference=jobs.REFERENCE,
     output:
         folder=artifact_output(),
     log:
         "results/logs/artifacts/{era}/{device}/{artifact}/{model}.log",
     conda:
-        era_conda_env
+        JOBS.era_conda_env
     # Tracing and saving a model is heavy compute: it never runs beside a timing cell.
-    threads: timing_threads
+    threads: JOBS.timing_threads
     resources:
-        mem_mb=lambda wildcards: 2 * cell_mem_mb(wildcards),
-        runtime=reference_runtime_min,
+        mem_mb=JOBS.reference_mem_mb,
+        runtime=JOBS.reference_runtime_min,
     params:
-        launch=CELL_PATH,
-        python=era_python,
+        launch=JOBS.cell_path,
+        python=JOBS.era_python,
         script=EXPORT_ARTIFACTS,
         reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
-        grid=grid,
+        grid=JOBS.grid,
         seed=config["seed"],
     shell:
         "{params.launch:q} {params.python:q} {params.script:q} --format {wildcards.artifact:q}"
@@ -40,19 +40,19 @@ rule export_artifacts:
 rule build_runner:
     input:
         sources=CPP_SOURCES,
-        lock=era_lock,
-        era_env=era_env_marker,
+        lock=JOBS.era_lock,
+        era_env=JOBS.era_env_marker,
     output:
-        record=os.path.join(RUNNERS_DIR, deployment.RUNNER_PATTERN),
+        record=os.path.join(JOBS.runners_dir, deployment.RUNNER_PATTERN),
     log:
         "results/logs/runners/{era}-{device}-{runtime}-{lock_key}.log",
     conda:
-        era_conda_env
+        JOBS.era_conda_env
     # Compiling takes the cores it is given: never beside a timing cell.
-    threads: timing_threads
+    threads: JOBS.timing_threads
     params:
-        launch=CELL_PATH,
-        python=era_python,
+        launch=JOBS.cell_path,
+        python=JOBS.era_python,
         script=BUILD_RUNNER,
     shell:
         "{params.launch:q} {params.python:q} {params.script:q} --runtime {wildcards.runtime:q}"

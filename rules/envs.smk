@@ -9,9 +9,9 @@ localrules:
 
 rule build_era_env:
     input:
-        lock=era_lock,
+        lock=JOBS.era_lock,
     output:
-        marker=os.path.join(ERA_ENVS_DIR, eras.ENV_PATTERN, eras.MARKER),
+        marker=os.path.join(JOBS.era_envs_dir, eras.ENV_PATTERN, eras.MARKER),
     log:
         "results/logs/envs/{era}-{device}-{lock_key}.log",
     conda:

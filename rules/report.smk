@@ -55,7 +55,7 @@ rule make_plots:
 rule describe_environment:
     input:
         parquet="results/summary.parquet",
-        locks=era_lock_files,
+        locks=JOBS.era_lock_files,
     output:
         html=report(
             "results/environment.html",
@@ -68,6 +68,6 @@ rule describe_environment:
         "../envs/current-cpu.yaml"
     threads: 1
     params:
-        eras=["%s-%s" % pair for pair in ERA_DEVICES],
+        eras=["%s-%s" % pair for pair in JOBS.era_devices],
     script:
         "../scripts/describe_environment.py"

@@ -9,17 +9,17 @@ localrules:
 
 checkpoint open_points:
     input:
-        shards=base_shard_paths(),
+        shards=JOBS.base_shard_paths(),
     output:
-        OPEN_POINTS,
+        jobs.OPEN_POINTS,
     log:
         "results/logs/open_points.log",
     conda:
         "../envs/current-cpu.yaml"
     threads: 1
     params:
-        replicates=REPLICATES,
-        max_replicates=MAX_REPLICATES,
+        replicates=JOBS.replicates,
+        max_replicates=JOBS.max_replicates,
         min_effect=config["min_effect"],
     script:
         "../scripts/open_points.py"

@@ -61,7 +61,7 @@ def test_the_cell_commands_are_exactly_what_the_rules_start_with_an_era_interpre
     started = set()
     for name in os.listdir(os.path.join(REPO, "rules")):
         with open(os.path.join(REPO, "rules", name)) as handle:
-            started.update(re.findall(r'"-m", "duel\.cell\.commands\.(\w+)"', handle.read()))
+            started.update(re.findall(r'jobs\.cell_command\("(\w+)"\)', handle.read()))
     commands = os.path.join(SCRIPTS, "duel", "cell", "commands")
     present = set(name[:-len(".py")] for name in os.listdir(commands)
                   if name.endswith(".py") and name != "__init__.py")
@@ -72,7 +72,7 @@ def test_the_cell_commands_are_exactly_what_the_rules_start_with_an_era_interpre
 # are the rooms of the results store (over the run manifests and the verdicts) and the command
 # line (over everything).
 HOST_LAYERS = ("stacks", "plan", "tables", "verdicts", "render", "compare", "provenance", "store",
-               "cli")
+               "workflow", "cli")
 
 
 def module_name(path, root=SCRIPTS):

@@ -55,11 +55,13 @@ def test_layered_lock_files_add_to_the_current_era_without_overlap():
 
 
 def copy_checkout(tmp_path):
-    """What scripts/setup.sh and `duel lock` read: scripts/ and the lock files."""
+    """What scripts/setup.sh and `duel lock` read: the package, its metadata and the lock files."""
     checkout = tmp_path / "checkout"
     shutil.copytree(SCRIPTS, str(checkout / "scripts"),
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(os.path.join(REPO, "envs"), str(checkout / "envs"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(REPO, name), str(checkout / name))
     shutil.copytree(os.path.join(REPO, "tests", "data", "envs"),
                     str(checkout / "tests" / "data" / "envs"))
     return checkout
@@ -93,6 +95,12 @@ def test_setup_installs_exactly_the_locks_and_passes_pip_check(tmp_path):
     slurm = str(checkout / ".venv-slurm" / "bin" / "python")
     assert installed_in(slurm) == union("envs/current-cpu.txt", "envs/host.txt", "envs/tests.txt",
                                         "envs/uv.txt", "envs/slurm.txt")
+    for python in (venv, slurm):  # Duel itself: this checkout's package, editable
+        where = subprocess.run([python, "-c", "import duel; print(duel.__file__)"],
+                               capture_output=True, text=True, check=True, cwd=str(tmp_path))
+        assert where.stdout.strip() == str(checkout / "scripts" / "duel" / "__init__.py")
+    assert subprocess.run([str(checkout / ".venv" / "bin" / "duel"), "--help"],
+                          capture_output=True).returncode == 0
     marker = json.load(open(str(checkout / ".venv" / "duel-env.json")))
     assert marker["lock_sha256"] == locks.file_sha256(path("envs/current-cpu.txt"))
     assert marker["installer"].startswith("uv ")

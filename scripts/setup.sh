@@ -71,8 +71,15 @@ if ! install .venv/bin/python "${locks[@]}"; then
   exit 1
 fi
 "${pip[@]}" check > /dev/null
-# Duel itself (pyproject.toml), editable, built by the locked setuptools: .venv/bin/duel.
-if [[ "$installer" == uv ]]; then
+# Duel itself (pyproject.toml), editable, built by the locked setuptools: .venv/bin/duel. Kept
+# where .venv already imports this checkout's package (a checkout whose scripts/ is a link to
+# it, as the README's test makes, must not point .venv at its own path).
+here="$(realpath scripts/duel)"
+installed="$(.venv/bin/python -I -c 'import duel, os; print(os.path.realpath(duel.__path__[0]))' \
+  2> /dev/null || true)"
+if [[ "$installed" == "$here" && -x .venv/bin/duel ]]; then
+  :
+elif [[ "$installer" == uv ]]; then
   env "${uv_env[@]}" .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps \
     --no-build-isolation "${uv_options[@]}" --editable .
 else

@@ -114,7 +114,7 @@ def tiny_checkout(folder):
     """A checkout whose default grid is tiny: the workflow's files copied (Snakemake's base
     folder is the Snakefile's), the code and environment linked, config.yaml made tiny."""
     os.makedirs(folder)
-    for name in ("Snakefile", "rules", "report", "config"):
+    for name in ("Snakefile", "pyproject.toml", "README.md", "rules", "report", "config"):
         source = os.path.join(REPO, name)
         if os.path.isdir(source):
             shutil.copytree(source, os.path.join(folder, name))

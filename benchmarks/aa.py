@@ -51,7 +51,7 @@ CHECKOUT = os.path.dirname(HERE)
 from duel.cell import contract  # noqa: E402
 from duel.host.compare import changes  # noqa: E402
 from duel.host.tables import breakdown, replicates, scopes, summary  # noqa: E402
-from duel.host.verdicts import comparisons  # noqa: E402
+from duel.host.verdicts import pairs  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
 
 IDENTITY = replicates.POINT_IDENTITY
@@ -149,7 +149,7 @@ def bootstrap_figures(folder_a, folder_b, pair, min_effect):
     hierarchical bootstrap's (statistics.bootstrap_ratio over the replicates' samples): the
     interval the judge's Welch's t is weighed against."""
     def paired(folder):
-        frame = comparisons.framework_ratios(scopes.prepared(summary.with_reported(
+        frame = pairs.framework_ratios(scopes.prepared(summary.with_reported(
             read_run(folder))), carry=["replicate_samples"])
         return frame.rename(columns={"mode_pytorch": "mode_pt", "mode_tensorflow": "mode_tf"})
     both = paired(folder_a).merge(paired(folder_b), on=pair, suffixes=("_a", "_b"))

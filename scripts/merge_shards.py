@@ -4,7 +4,7 @@ import sys
 
 from duel.host.provenance import runs
 from duel.host.render import outcome, spreadsheet
-from duel.host.tables import breakdown, history, summary
+from duel.host.tables import breakdown, published_2019, summary
 
 
 def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect, lacking=()):
@@ -18,7 +18,7 @@ def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect,
     results_dir = os.path.dirname(parquet_path)
     spreadsheet.write_workbook(frame, xlsx_path, min_effect, points,
                                breakdown.reference_seconds(results_dir))
-    history.write_2019_csvs(points, csv_2019_folder)
+    published_2019.write_2019_csvs(points, csv_2019_folder)
     print("merged %d shards" % len(shards))
     for line in outcome.lines(frame):
         print(line)

@@ -42,7 +42,7 @@ from duel.cell import contract, modes  # noqa: E402
 from duel.host.render import chart_kinds  # noqa: E402
 from duel.host.stacks import eras  # noqa: E402
 from duel.host.tables import scopes, summary  # noqa: E402
-from duel.host.verdicts import comparisons, statistics, timeline  # noqa: E402
+from duel.host.verdicts import pairs, statistics, timeline  # noqa: E402
 
 KINDS = chart_kinds.KINDS
 FORMATS = ("png", "svg")
@@ -361,7 +361,7 @@ def length_charts(frame):
 
 def modes_charts(frame):
     for values, group in _by_scope(frame):
-        rows = comparisons.mode_speedups(group)
+        rows = pairs.mode_speedups(group)
         if rows.empty:
             continue
         title = ("Speed-up of each graph mode over its framework's eager mode (same point)\n%s"
@@ -544,16 +544,16 @@ def ratio_charts(frame, ratios):
             selected = selected[selected[name] == value]
         if selected.empty:
             continue
-        pairs = list(dict.fromkeys(zip(selected["mode_pt"], selected["mode_tf"])))
+        mode_pairs = list(dict.fromkeys(zip(selected["mode_pt"], selected["mode_tf"])))
         models = list(dict.fromkeys(selected["model"]))
         points = summary.point_order(selected)
         limit = _heat_colour_limit(selected["ratio"].dropna())
         norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
-        figure, axes = _panels(len(pairs), 1, max(6.0, 0.62 * len(points) + 3.0),
+        figure, axes = _panels(len(mode_pairs), 1, max(6.0, 0.62 * len(points) + 3.0),
                                0.42 * len(models) + 1.6)
         gaps = False
         image = None
-        for axis, (mode_pt, mode_tf) in zip(axes, pairs):
+        for axis, (mode_pt, mode_tf) in zip(axes, mode_pairs):
             block = selected[(selected["mode_pt"] == mode_pt) & (selected["mode_tf"] == mode_tf)]
             grid = np.full((len(models), len(points)), np.nan)
             for _, row in block.iterrows():

@@ -40,8 +40,8 @@ import pandas as pd
 from duel.cell import contract
 from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 
-from duel.host.tables import breakdown, history, scopes, summary
-from duel.host.verdicts import comparisons, statistics, timeline
+from duel.host.tables import breakdown, published_2019, scopes, summary
+from duel.host.verdicts import pairs, statistics, timeline
 
 FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
@@ -148,14 +148,14 @@ def write_layouts(workbook, frame, points, taken):
                 _write_table(sheet, group, points, column, MEMORY_FORMAT)
 
 
-def write_comparison(workbook, name, intro, pairs, blocks, title, points, empty):
-    """A sheet of ratio tables (comparisons.py), one per block of ``pairs``; ``title`` names a
+def write_comparison(workbook, name, intro, ratios, blocks, title, points, empty):
+    """A sheet of ratio tables (pairs.py), one per block of ``ratios``; ``title`` names a
     block from its keys and rows; ``empty`` says why a sheet has none."""
     sheet = workbook.create_sheet(name)
     _append(sheet, [intro], bold=True)
-    if pairs.empty:
+    if ratios.empty:
         _append(sheet, [empty])
-    for values, group in pairs.groupby(blocks, sort=False):
+    for values, group in ratios.groupby(blocks, sort=False):
         _append(sheet, [])
         _append(sheet, [title(dict(zip(blocks, values)), group)], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
@@ -166,7 +166,7 @@ def write_ratios(workbook, frame, points):
         workbook, "ratio PT-TF",
         "PyTorch time / TensorFlow time per point, same era, device, precision, task, method "
         "and input (> 1: PyTorch slower); N/A where either point is not ok",
-        comparisons.framework_ratios(frame),
+        pairs.framework_ratios(frame),
         scopes.SCOPE + ["mode_pytorch", "mode_tensorflow"],
         lambda keys, group: "%(era)s %(device)s %(precision)s %(task)s, method %(method)s: "
                             "PyTorch %(mode_pytorch)s / TensorFlow %(mode_tensorflow)s" % keys,
@@ -281,7 +281,7 @@ def write_mode_speedups(workbook, frame, points):
         "Speed-up of each mode over eager: eager time / mode time per point, same framework, "
         "era, device, precision, task, method and input (> 1: the mode is faster); N/A where "
         "either point is not ok",
-        comparisons.mode_speedups(frame),
+        pairs.mode_speedups(frame),
         [key for key in scopes.TABLE_KEYS if key != "mode"] + ["mode"],
         lambda keys, group: "%(framework)s %(mode)s over eager, %(precision)s, era %(era)s, "
                             "%(task)s, %(device)s, method %(method)s" % keys,
@@ -294,7 +294,7 @@ def write_cross_era(workbook, frame, points):
         "Each later era's time / the oldest era's time, same device, framework, mode, "
         "precision, task, method, model and point (< 1: the later stack faster); N/A where "
         "either point is not ok",
-        comparisons.cross_era(frame),
+        pairs.cross_era(frame),
         ["era_new", "era_old", "device", "framework", "mode", "precision", "task", "method"],
         lambda keys, group: "era %s / era %s: %s %s %s %s %s, method %s: %s %s / %s" % (
             keys["era_new"], keys["era_old"], keys["framework"], keys["mode"],
@@ -319,8 +319,8 @@ def write_deployment(workbook, frame, points):
     sheet = workbook.create_sheet("deployment")
     _append(sheet, ["Deployment modes: one exported artifact run in Python and by the "
                     "framework's own C/C++ runtime (no Python in the timed process)"], bold=True)
-    costs = comparisons.python_costs(frame)
-    deployed = comparisons.deployed_ratios(frame)
+    costs = pairs.python_costs(frame)
+    deployed = pairs.deployed_ratios(frame)
     if costs.empty and deployed.empty:
         _append(sheet, ["(this run has no deployment mode beside its Python counterpart)"])
     scope = scopes.SCOPE
@@ -358,7 +358,7 @@ def write_historical(workbook, frame):
                     "ran (the 2019 aggregation; N/A excluded). Published figures were measured "
                     "on other hardware: compare methods and ratios, not absolute times."],
             bold=True)
-    table = history.historical_table(frame)
+    table = published_2019.historical_table(frame)
     columns = ["source", "hardware"] + scopes.TABLE_KEYS + ["mean_s", "median_s", "ok_points", "points", "models"]
     _append(sheet, columns, bold=True)
     for row in table[columns].itertuples(index=False):

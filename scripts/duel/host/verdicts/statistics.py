@@ -28,8 +28,8 @@ import pandas as pd
 
 from duel.cell import contract
 
-from duel.host.tables import history, replicates, scopes
-from duel.host.verdicts import comparisons
+from duel.host.tables import published_2019, replicates, scopes
+from duel.host.verdicts import pairs
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05  # config key min_effect
@@ -320,7 +320,7 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     frame = scopes.prepared(frame)
     if "disturbed" not in frame.columns:  # a table written before points were judged
         frame = frame.assign(disturbed=None)
-    paired = comparisons.framework_ratios(
+    paired = pairs.framework_ratios(
         frame, carry=["replicate_samples", "replicates", "n_samples", "disturbed"])
     merged = paired.rename(columns=lambda name: name.replace("_pytorch", "_pt").replace(
         "_tensorflow", "_tf"))
@@ -393,7 +393,7 @@ def pair_summary(ratios, points=None):
     """
     intervals = {}
     if points is not None:
-        paired = comparisons.framework_ratios(scopes.prepared(points),
+        paired = pairs.framework_ratios(scopes.prepared(points),
                                               carry=["replicate_figures"])
         if not paired.empty:
             paired = paired.rename(columns={"mode_pytorch": "mode_pt",
@@ -457,5 +457,5 @@ def noise_table(frame):
 
 def headline(frame):
     """The 2019 article's headline table: mean over models per framework and device (the 2019
-    aggregation, seconds), beside the median, the published figures first (history.py)."""
-    return history.historical_table(scopes.prepared(frame))
+    aggregation, seconds), beside the median, the published figures first (published_2019.py)."""
+    return published_2019.historical_table(scopes.prepared(frame))

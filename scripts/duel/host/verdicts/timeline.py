@@ -10,7 +10,7 @@ processes, the same minimum effect):
   oldest's, with its interval and verdict (< 1: faster today).
 
 ``claims`` holds this machine's findings against what the 2019 and 2021 studies published
-(tables/history.py), era by era.
+(tables/published_2019.py), era by era.
 """
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ import pandas as pd
 from duel.cell import contract
 
 from duel.host.stacks import eras
-from duel.host.tables import history, scopes
+from duel.host.tables import published_2019, scopes
 from duel.host.verdicts import statistics
 
 KEYS = ["device", "precision", "task", "method", "framework", "mode", "model", "batch_size",
@@ -125,7 +125,7 @@ def claims(frame, min_effect=statistics.MIN_EFFECT, ratios=None):
         "%s, %s threads" % (row["cpu_model"], row["threads"])
         for _, row in table[table["device"] == "cpu"].iterrows()))) if len(table) else ""
     rows = []
-    for claim in history.CLAIMS:
+    for claim in published_2019.CLAIMS:
         found = _finding(claim, table, ratios, min_effect)
         rows.append(dict(source=claim.source, era=claim.era, claim=claim.claim,
                          published=claim.published, this_machine=found[0], finding=found[1],

@@ -1,4 +1,4 @@
-"""The 2019 history (tables/history.py): published figures beside this run's, the 2019 CSVs."""
+"""The published 2019 study (tables/published_2019.py): its figures beside this run's, the 2019 CSVs."""
 import os
 
 import pyarrow.parquet as pq
@@ -11,13 +11,13 @@ pytestmark = pytest.mark.unit
 
 
 def test_historical_sheet_sets_published_figures_beside_this_run(tmp_path):
-    from duel.host.tables import history
+    from duel.host.tables import published_2019
     paths = era_shards(tmp_path)
     frame = summary.read_shards(paths)
-    table = history.historical_table(frame)
+    table = published_2019.historical_table(frame)
     published = table[table["source"].str.contains("published")]
     assert sorted(published["mean_s"]) == [0.043, 0.046, 0.748, 0.823]
-    assert set(published["hardware"]) == set(history.HARDWARE_2019.values())
+    assert set(published["hardware"]) == set(published_2019.HARDWARE_2019.values())
     mine = table[~table["source"].str.contains("published")].set_index("era")
     old = [r for r in pq.read_table(paths[0]).to_pylist() if r["status"] == "ok"]
     assert mine.loc["hf2019", "mean_s"] == pytest.approx(
@@ -27,9 +27,9 @@ def test_historical_sheet_sets_published_figures_beside_this_run(tmp_path):
 
 
 def test_2019_csv_layout(tmp_path):
-    from duel.host.tables import history
+    from duel.host.tables import published_2019
     paths = era_shards(tmp_path)
-    written = history.write_2019_csvs(summary.read_shards(paths), str(tmp_path / "csv"))
+    written = published_2019.write_2019_csvs(summary.read_shards(paths), str(tmp_path / "csv"))
     assert [os.path.basename(p) for p in written] == [
         "hf2019_cpu_pytorch_eager_inference_timeit.csv",
         "current_cpu_pytorch_eager_inference_timeit.csv"]

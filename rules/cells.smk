@@ -12,9 +12,9 @@ rule make_reference:
         era_env=JOBS.era_env_marker,
     output:
         # reference.json (the inference reference) or training.json (the training weights)
-        manifest="results/reference/{era}/{model}/{weights}.json",
+        manifest=layout.REFERENCE_PATTERN,
     log:
-        "results/logs/reference/{era}/{model}-{weights}.log",
+        layout.log("reference/{era}/{model}-{weights}.log"),
     # Before any cell, so that the cells' rounds are not split by a model's reference.
     priority: JOBS.reference_priority
     conda:
@@ -48,9 +48,9 @@ rule run_cell:
         runner=JOBS.cell_runner,
         settling=JOBS.settling_input,
     output:
-        shard=planner.SHARD_PATTERN,
+        shard=layout.SHARD_PATTERN,
     log:
-        planner.LOG_PATTERN,
+        layout.LOG_PATTERN,
     # Interleaved rounds: replicate 1 of every cell before replicate 2 of any (common.smk).
     priority: JOBS.round_priority
     conda:

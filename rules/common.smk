@@ -7,12 +7,13 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from duel.cell import modes
-from duel.host.plan import deployment, drift, planner
+from duel.host.plan import deployment, drift, layout, planner
 from duel.host.render import chart_kinds
 from duel.host.stacks import eras
 from duel.host.workflow import events, jobs
 
 CHECKOUT = workflow.basedir
+SUMMARY = layout.at(layout.SUMMARY)
 # The main invocation plans with probes (interpreters, Docker engine and images); a job's own
 # re-parse (on a SLURM node, or a subprocess) trusts it and probes nothing.
 MAIN_PROCESS = workflow.is_main_process
@@ -88,27 +89,27 @@ def merged_shards(wildcards):
 
 
 def summary_outputs():
-    return expand("results/summary.{ext}", ext=["parquet", "csv", "xlsx"])
+    return expand(layout.at("summary.{ext}"), ext=layout.SUMMARY_EXTENSIONS)
 
 
 def artifact_output():
     """Exported artifacts are removed once their cells ran, unless config keep_artifacts."""
-    folder = directory(deployment.ARTIFACT_PATTERN)
+    folder = directory(layout.ARTIFACT_PATTERN)
     return folder if config.get("keep_artifacts") else temp(folder)
 
 
 def report_outputs():
     """What `rule all` builds beside the summary so that a default run has its report."""
     return [
-        "results/statistics/statistics.html",
-        "results/environment.html",
-    ] + expand("results/plots/{kind}", kind=chart_kinds.KINDS)
+        layout.at(layout.STATISTICS, "statistics.html"),
+        layout.at(layout.ENVIRONMENT),
+    ] + expand(layout.at(layout.PLOTS, "{kind}"), kind=chart_kinds.KINDS)
 
 
 def plot_output(kind):
     """One kind's folder of charts, each PNG in the report with the kind's caption."""
     return report(
-        directory("results/plots/%s" % kind),
+        directory(layout.at(layout.PLOTS, kind)),
         patterns=["{figure}.png"],
         caption="../report/plots/%s.rst" % kind,
         category="At a glance" if kind in chart_kinds.AT_A_GLANCE else "Charts",

@@ -4,13 +4,11 @@ from duel.host.compare import changes
 
 # The baseline's summary, read at planning, so a bad path stops the run before any job starts.
 try:
-    BASELINE = changes.baseline_summary(
-        config.get("baseline"), "results/summary.parquet"
-    )
+    BASELINE = changes.baseline_summary(config.get("baseline"), SUMMARY)
 except changes.CompareError as error:
     raise WorkflowError("config key baseline: %s" % error)
 # What `rule all` builds when the config names a baseline.
-COMPARE_OUTPUTS = ["results/comparison/comparison.md"] if BASELINE else []
+COMPARE_OUTPUTS = [layout.at(layout.COMPARISON, "comparison.md")] if BASELINE else []
 
 
 localrules:
@@ -19,30 +17,30 @@ localrules:
 
 rule compare_baseline:
     input:
-        parquet="results/summary.parquet",
+        parquet=SUMMARY,
         baseline=BASELINE or [],
     output:
-        markdown="results/comparison/comparison.md",
+        markdown=layout.at(layout.COMPARISON, "comparison.md"),
         csv=report(
-            "results/comparison/comparison.csv",
+            layout.at(layout.COMPARISON, "comparison.csv"),
             caption="../report/comparison-points.rst",
             category="Data",
         ),
-        environment="results/comparison/environment.csv",
+        environment=layout.at(layout.COMPARISON, "environment.csv"),
         xlsx=report(
-            "results/comparison/comparison.xlsx",
+            layout.at(layout.COMPARISON, "comparison.xlsx"),
             caption="../report/comparison-points.rst",
             category="Data",
         ),
         chart=report(
-            "results/comparison/comparison.png",
+            layout.at(layout.COMPARISON, "comparison.png"),
             caption="../report/comparison.rst",
             category="At a glance",
             subcategory="Since the baseline",
         ),
-        svg="results/comparison/comparison.svg",
+        svg=layout.at(layout.COMPARISON, "comparison.svg"),
     log:
-        "results/logs/compare_baseline.log",
+        layout.log("compare_baseline.log"),
     conda:
         "../envs/current-cpu.yaml"
     threads: 1

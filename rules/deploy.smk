@@ -8,11 +8,11 @@ rule export_artifacts:
     input:
         model_config=JOBS.model_config,
         era_env=JOBS.era_env_marker,
-        reference=jobs.REFERENCE,
+        reference=layout.reference("{era}", "{model}", "reference"),
     output:
         folder=artifact_output(),
     log:
-        "results/logs/artifacts/{era}/{device}/{artifact}/{model}.log",
+        layout.log("artifacts/{era}/{device}/{artifact}/{model}.log"),
     conda:
         JOBS.era_conda_env
     # Tracing and saving a model is heavy compute: it never runs beside a timing cell.
@@ -45,7 +45,7 @@ rule build_runner:
     output:
         record=os.path.join(JOBS.runners_dir, deployment.RUNNER_PATTERN),
     log:
-        "results/logs/runners/{era}-{device}-{runtime}-{lock_key}.log",
+        layout.log("runners/{era}-{device}-{runtime}-{lock_key}.log"),
     conda:
         JOBS.era_conda_env
     # Compiling takes the cores it is given: never beside a timing cell.

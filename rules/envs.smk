@@ -13,7 +13,7 @@ rule build_era_env:
     output:
         marker=os.path.join(JOBS.era_envs_dir, eras.ENV_PATTERN, eras.MARKER),
     log:
-        "results/logs/envs/{era}-{device}-{lock_key}.log",
+        layout.log("envs/{era}-{device}-{lock_key}.log"),
     conda:
         "../envs/current-cpu.yaml"
     script:

@@ -10,24 +10,24 @@ localrules:
 
 rule compute_statistics:
     input:
-        parquet="results/summary.parquet",
+        parquet=SUMMARY,
     output:
         ratios=report(
-            "results/statistics/ratios.csv",
+            layout.at(layout.STATISTICS, "ratios.csv"),
             caption="../report/ratios.rst",
             category="Data",
         ),
-        pairs="results/statistics/pairs.csv",
-        headline="results/statistics/headline.csv",
-        noise="results/statistics/noise.csv",
+        pairs=layout.at(layout.STATISTICS, "pairs.csv"),
+        headline=layout.at(layout.STATISTICS, "headline.csv"),
+        noise=layout.at(layout.STATISTICS, "noise.csv"),
         html=report(
-            "results/statistics/statistics.html",
+            layout.at(layout.STATISTICS, "statistics.html"),
             caption="../report/statistics.rst",
             category="At a glance",
             subcategory="How sure is each difference",
         ),
     log:
-        "results/logs/compute_statistics.log",
+        layout.log("compute_statistics.log"),
     conda:
         "../envs/current-cpu.yaml"
     threads: 1
@@ -39,12 +39,12 @@ rule compute_statistics:
 
 rule make_plots:
     input:
-        parquet="results/summary.parquet",
-        ratios="results/statistics/ratios.csv",
+        parquet=SUMMARY,
+        ratios=layout.at(layout.STATISTICS, "ratios.csv"),
     output:
         **{kind: plot_output(kind) for kind in chart_kinds.KINDS},
     log:
-        "results/logs/make_plots.log",
+        layout.log("make_plots.log"),
     conda:
         "../envs/current-cpu.yaml"
     threads: 1
@@ -54,16 +54,16 @@ rule make_plots:
 
 rule describe_environment:
     input:
-        parquet="results/summary.parquet",
+        parquet=SUMMARY,
         locks=JOBS.era_lock_files,
     output:
         html=report(
-            "results/environment.html",
+            layout.at(layout.ENVIRONMENT),
             caption="../report/environment.rst",
             category="Data",
         ),
     log:
-        "results/logs/describe_environment.log",
+        layout.log("describe_environment.log"),
     conda:
         "../envs/current-cpu.yaml"
     threads: 1

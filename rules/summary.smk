@@ -13,7 +13,7 @@ checkpoint open_points:
     output:
         jobs.OPEN_POINTS,
     log:
-        "results/logs/open_points.log",
+        layout.log("open_points.log"),
     conda:
         "../envs/current-cpu.yaml"
     threads: 1
@@ -29,16 +29,16 @@ rule merge_shards:
     input:
         shards=merged_shards,
     output:
-        parquet="results/summary.parquet",
-        csv="results/summary.csv",
+        parquet=SUMMARY,
+        csv=layout.at("summary.csv"),
         xlsx=report(
-            "results/summary.xlsx",
+            layout.at("summary.xlsx"),
             caption="../report/summary.rst",
             category="Data",
         ),
-        csv_2019=directory("results/csv-2019"),
+        csv_2019=directory(layout.at(layout.CSV_2019)),
     log:
-        "results/logs/merge_shards.log",
+        layout.log("merge_shards.log"),
     conda:
         "../envs/current-cpu.yaml"
     threads: 1

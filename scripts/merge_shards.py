@@ -2,6 +2,7 @@
 import os
 import sys
 
+from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.render import outcome, spreadsheet
 from duel.host.tables import breakdown, published_2019, summary
@@ -26,7 +27,7 @@ def main(shards, parquet_path, csv_path, xlsx_path, csv_2019_folder, min_effect,
     if missing:  # old runs merge as before; only a rebuild needs the manifest
         print("%d shards have no run manifest (%s/*/manifest.json; made before runs recorded "
               "one), so `duel rebuild` cannot rebuild them: %s"
-              % (len(missing), runs.RUNS_DIR, ", ".join(missing)))
+              % (len(missing), layout.at(layout.RUNS), ", ".join(missing)))
 
 
 def explain(error, log, console):

@@ -154,7 +154,8 @@ def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
     config = {"eras": ["current"], "devices": ["cpu", "cuda"], "frameworks": ["pytorch"],
               "modes": {"pytorch": ["eager"]}, "precisions": ["fp32", "bf16"],
               "tasks": ["inference"], "models": ["gpt2"], "batch_sizes": [1],
-              "sequence_lengths": [8], "method": "duel", "duel": {"max_samples": 10}}
+              "sequence_lengths": [8], "method": "duel", "duel": {"max_samples": 10},
+              "replicates": 1}
     planner.check_devices(config["devices"], has_gpu=lambda: True)
     cells = planner.plan_cells(config, REPO)
     assert [(cell.device, cell.precision) for cell in cells] == [

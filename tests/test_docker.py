@@ -21,7 +21,7 @@ import pytest
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
 from duel.cell.environment import git_commit
-from duel.host.plan import planner
+from duel.host.plan import layout, planner
 from duel.host.stacks import images
 
 pytestmark = pytest.mark.docker
@@ -37,7 +37,7 @@ def shard_file(workdir, framework, mode, model=MODEL):
 
 def cell_log(workdir, framework, mode, model=MODEL):
     cell = planner.Cell("current", "cpu", framework, mode, "fp32", "inference", model, 1)
-    return os.path.join(str(workdir), planner.LOG_PATTERN.format(**cell._asdict()))
+    return os.path.join(str(workdir), layout.LOG_PATTERN.format(**cell._asdict()))
 
 
 def snakemake_command(workdir, config, *args):

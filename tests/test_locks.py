@@ -102,11 +102,31 @@ def test_setup_installs_exactly_the_locks_and_passes_pip_check(tmp_path):
     assert subprocess.run([str(checkout / ".venv" / "bin" / "duel"), "--help"],
                           capture_output=True).returncode == 0
     marker = json.load(open(str(checkout / ".venv" / "duel-env.json")))
-    assert marker["lock_sha256"] == locks.file_sha256(path("envs/current-cpu.txt"))
+    assert marker["lock_sha256"] == locks.lock_sha256(path("envs/current-cpu.txt"))
     assert marker["installer"].startswith("uv ")
     assert marker["installed_sha256"] == locks.set_sha256(installed_in(venv))
     check = subprocess.run([venv, "-m", "pip", "check"], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout
+
+
+@pytest.mark.unit
+def test_a_lock_is_known_by_its_pins_not_its_comments(tmp_path):
+    """A reworded header keeps the lock's identity (its environments, images and stored runs);
+    any change to a pin, a hash or an option gives a new one."""
+    text = open(path("envs/current-cpu.txt")).read()
+    variants = {
+        "header": text.replace("# Generated from", "# Made from", 1) + "\n# a note\n",
+        "pin": text.replace("six==1.17.0", "six==1.16.0", 1),
+        "hash": re.sub(r"sha256:[0-9a-f]", "sha256:x", text, count=1),
+        "option": "--index-url https://example.invalid/simple\n" + text,
+    }
+    for name, variant in variants.items():
+        (tmp_path / (name + ".txt")).write_text(variant)
+    identity = locks.lock_sha256(path("envs/current-cpu.txt"))
+    assert locks.lock_sha256(str(tmp_path / "header.txt")) == identity
+    for name in ("pin", "hash", "option"):
+        assert locks.lock_sha256(str(tmp_path / (name + ".txt"))) != identity, name
+    assert "scripts/lock.py" not in text and "`duel lock`" in text
 
 
 @pytest.mark.install
@@ -141,7 +161,7 @@ def test_the_hf2019_environment_is_exactly_its_lock_and_fills_the_shard_columns(
     answer = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True,
                             env=dict(os.environ, **PACKAGE_PATH))
     columns = json.loads(answer.stdout)
-    assert columns == {"lock_file": "envs/hf2019.txt", "lock_sha256": locks.file_sha256(lock),
+    assert columns == {"lock_file": "envs/hf2019.txt", "lock_sha256": locks.lock_sha256(lock),
                        "installed_sha256": locks.set_sha256(locks.read_pins(lock)),
                        "lock_match": True, "lock_drift": "", "drift_accepted": False}
 
@@ -198,7 +218,7 @@ def test_accepted_drift_runs_and_every_shard_says_so(scratch_python, tmp_path):
     lock = path("envs/current-cpu.txt")
     for row in pq.read_table(shard).to_pylist():
         assert row["drift_accepted"] is True and row["lock_file"] == "envs/current-cpu.txt"
-        assert row["lock_sha256"] == locks.file_sha256(lock)
+        assert row["lock_sha256"] == locks.lock_sha256(lock)
         if row["runner"] == "native":  # the cell ran in the drifted interpreter itself
             assert row["lock_match"] is False and "six 1.17.0 -> 1.16.0" in row["lock_drift"]
             assert row["installed_sha256"] == locks.set_sha256(installed_in(scratch_python))

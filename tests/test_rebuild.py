@@ -101,7 +101,7 @@ def test_a_run_records_its_manifest(rebuilt):
     shard = os.path.relpath(shard_file(run, "pytorch", "eager", MODEL), str(run))
     assert record["shards"] == [shard]
     lock = eras.lock_file(str(repository), "current", "cpu")
-    assert record["environments"][0]["lock_sha256"] == eras.file_sha256(lock)
+    assert record["environments"][0]["lock_sha256"] == eras.lock_sha256(lock)
     assert len(record["environments"][0]["installed_sha256"]) == 64
     assert any(text and MODEL in text for text in record["files"]["model_files"].values())
     assert any(path.endswith("test-config.yaml") for path in record["files"]["config_files"])

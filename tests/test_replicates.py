@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from duel.cell import contract, shard
-from duel.host.plan import planner
+from duel.host.plan import layout, planner
 from duel.host.tables import replicates, summary
 from duel.host.verdicts import statistics
 
@@ -164,7 +164,7 @@ def test_shard_and_log_paths_follow_the_identity():
     cell = planner.Cell("current", "cpu", "pytorch", "eager", "fp32", "inference", "gpt2", 2)
     assert planner.shard_path(cell) == \
         "results/shards/current/cpu/pytorch/eager/fp32/inference/gpt2/r2.parquet"
-    assert planner.LOG_PATTERN.endswith("/{model}/r{replicate}.log")
+    assert layout.LOG_PATTERN.endswith("/{model}/r{replicate}.log")
     assert contract.CELL_KEYS[-1] == "replicate" and "replicate" in contract.NAMES
 
 

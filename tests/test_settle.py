@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import QUICK, shard_file, snakemake, write_config
+from duel.host.plan import layout
 from duel.host.tables import summary
-from duel.host.verdicts import settle, statistics
+from duel.host.verdicts import pairs, settle, statistics
 from test_compare import synthetic_rows
 
 
@@ -32,8 +33,8 @@ def test_the_judge_uses_welchs_t_with_several_processes_and_a_bootstrap_with_one
     rng = np.random.default_rng(3)
     processes = lambda levels: [level * np.exp(0.01 * rng.standard_normal(30)) for level in levels]
     top, bottom = processes([1.00, 1.10, 0.95]), processes([1.00, 1.02, 1.05])
-    side = lambda groups: statistics.Side("ok", statistics.pooled_figure(groups),
-                                          30 * len(groups), groups)
+    side = lambda groups: pairs.Side("ok", statistics.pooled_figure(groups), 30 * len(groups),
+                                     groups)
     judged = statistics.judge(side(top), side(bottom), "median", 0.05, "top", "bottom")
     expected = statistics.welch_ratio(statistics.replicate_figures(top, "median"),
                                       statistics.replicate_figures(bottom, "median"),
@@ -95,7 +96,7 @@ def test_a_real_run_measures_its_open_points_again_in_more_processes_and_only_th
                                            batch_sizes=[1], sequence_lengths=[8, 16],
                                            replicates=2, max_replicates=3))
     result = snakemake(tmp_path, "--cores", "2", "--configfile", config)
-    record = settle.read(os.path.join(str(tmp_path), "results", settle.FILE))
+    record = settle.read(os.path.join(str(tmp_path), "results", layout.OPEN_POINTS))
     assert (record["replicates"], record["max_replicates"]) == (2, 3)
     # Two processes a side give Welch's t 2 degrees of freedom or fewer (t of 4.3 or more):
     # on two cores some PyTorch eager / TensorFlow verdict of these near-equal shapes is open.

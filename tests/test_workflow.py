@@ -80,7 +80,7 @@ def test_points_have_real_numbers_statuses_and_environment(run):
         assert row["cpu_model"] and row["hostname"]
         # the software as installed: .venv against envs/current-cpu.txt (duel/cell/locks.py)
         assert row["lock_file"] == "envs/current-cpu.txt" and row["drift_accepted"] is False
-        assert row["lock_sha256"] == locks.file_sha256(os.path.join(REPO, row["lock_file"]))
+        assert row["lock_sha256"] == locks.lock_sha256(os.path.join(REPO, row["lock_file"]))
         assert row["installed_sha256"] == locks.set_sha256(locks.installed())
         assert row["lock_match"] == (row["lock_drift"] == "")
 

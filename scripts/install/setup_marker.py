@@ -28,8 +28,8 @@ def main(prefix, installer, lock_files):
     packages = locks.installed()
     marker = {
         "lock_file": lock_files[0],
-        "lock_sha256": locks.file_sha256(lock_files[0]),
-        "lock_files": dict((lock, locks.file_sha256(lock)) for lock in lock_files),
+        "lock_sha256": locks.lock_sha256(lock_files[0]),
+        "lock_files": dict((lock, locks.lock_sha256(lock)) for lock in lock_files),
         "installer": installer_version(installer, prefix),
         "python": platform.python_version(),
         "installed_sha256": locks.set_sha256(packages),

@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import pyarrow as pa
 
-# A cell's identity, defined once: the shard and log paths (planner.cell_pattern), the
+# A cell's identity, defined once: the shard and log paths (host layout.cell_pattern), the
 # planned cells, the sweep's rows and the merge's groups all follow this tuple, so a new
 # dimension is one entry here (and its wildcard constraint in rules/common.smk).
 # ``replicate`` numbers the separate processes that run the same cell (config key replicates);

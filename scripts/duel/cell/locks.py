@@ -17,13 +17,24 @@ import os
 import re
 import sys
 
-from .files import file_sha256  # noqa: F401  (a lock file's hash, as every caller reads it)
 
 REQUIRES = re.compile(r"^#\s*requires-python:\s*(\d+\.\d+)\s*$", re.MULTILINE)
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s\\;#]+)")
 LEFT_OUT = ("pip", "duel")
 # The lock files that may be layered on an era's own lock (same folder): see the docstring.
 LAYERS = {"current-cpu.txt": ("host.txt", "tests.txt", "slurm.txt", "uv.txt")}
+
+
+def lock_sha256(path):
+    """A lock file's identity: SHA-256 of its pins, hashes and options, without its comments and
+    blank lines, so that rewording a header names the same environment, image and stored runs."""
+    kept = []
+    with open(path) as handle:
+        for line in handle:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                kept.append(line)
+    return hashlib.sha256("\n".join(kept).encode("utf-8")).hexdigest()
 
 
 def canonical(name):
@@ -168,7 +179,7 @@ def lock_columns(lock, checkout=None, paths=None):
     _, unknown = extras(packages, pins, layer_pins(lock))
     columns.update({
         "lock_file": os.path.relpath(lock, checkout) if checkout else lock,
-        "lock_sha256": file_sha256(lock),
+        "lock_sha256": lock_sha256(lock),
         "lock_match": not changed and not unknown,
         "lock_drift": describe_drift(changed, unknown),
     })

@@ -1,5 +1,4 @@
 """``duel image build`` and ``duel image run``: an era's image made, a command run in one."""
-import argparse
 import contextlib
 import os
 import shutil
@@ -153,10 +152,10 @@ def build_apptainer(args, log=sys.stderr):
         image_build.build_context(command.CHECKOUT, args.era, args.device, folder,
                              args.wheels or image_build.default_wheel_folders(),
                              args.ca_bundle or image_build.default_ca_bundle(), args.lock)
-        command = [engine, "build", "--force", target, "apptainer.def"]
-        log.write("$ %s  (in %s)\n" % (" ".join(command), folder))
+        words = [engine, "build", "--force", target, "apptainer.def"]
+        log.write("$ %s  (in %s)\n" % (" ".join(words), folder))
         log.flush()
-        subprocess.run(command, cwd=folder, check=True)
+        subprocess.run(words, cwd=folder, check=True)
     print("%s %s" % (target, images.file_digest(target)))
 
 

@@ -1,5 +1,4 @@
 """``duel lock``: the project's lock files regenerated, complete, pinned, hashed."""
-import argparse
 import os
 import re
 import subprocess

@@ -15,6 +15,7 @@ import shutil
 from duel.cell import artifacts
 from duel.cell.adapters import deployed
 
+from duel.host.plan import layout
 from duel.host.stacks import eras
 
 
@@ -69,14 +70,13 @@ def check(config, which=shutil.which, find_compiler=compiler):
     return modes
 
 
-# Where a model's exported artifacts and a runner's build record live, as the rules spell them
-# with wildcards (rules/deploy.smk); the functions below fill them in for one cell.
-ARTIFACT_PATTERN = "results/artifacts/{era}/{device}/{artifact}/{model}"
+# Where a runner's build record lives (an artifact's folder: layout.ARTIFACT_PATTERN), as the
+# rules spell it with wildcards (rules/deploy.smk); the functions below fill them in for one cell.
 RUNNER_PATTERN = os.path.join("{era}-{device}", "{runtime}-{lock_key}", "build.json")
 
 
 def artifact_folder(era, device, artifact_format, model):
-    return ARTIFACT_PATTERN.format(era=era, device=device, artifact=artifact_format, model=model)
+    return layout.ARTIFACT_PATTERN.format(era=era, device=device, artifact=artifact_format, model=model)
 
 
 def artifact_manifest(era, device, artifact_format, model):

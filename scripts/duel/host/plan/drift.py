@@ -37,7 +37,7 @@ def _setup_note(checkout, lock):
             marker = json.load(handle)
     except (OSError, ValueError):
         return "%s has no %s: not set up by scripts/setup.sh" % (sys.prefix, MARKER)
-    if marker.get("lock_sha256") != locks.file_sha256(lock):
+    if marker.get("lock_sha256") != locks.lock_sha256(lock):
         return "it was set up (%s) from another version of %s" % (
             marker.get("built_at", "?"), LOCK)
     return "it was set up (%s) from this %s" % (marker.get("built_at", "?"), LOCK)

@@ -13,26 +13,24 @@ import shutil
 import subprocess
 import sys
 
+import yaml
+
 from duel.cell import contract, flops, models
 
-from duel.host.plan import deployment
+from duel.host.plan import deployment, layout
 from duel.host.stacks import eras as era_envs
 from duel.host.stacks import images
 
 Cell = contract.Cell
-# How a key of the cell's identity appears in its paths (default: the bare value).
-PATH_PARTS = {"replicate": "r{replicate}"}
+SCHEMA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "config", "schema",
+                      "config.schema.yaml")
 
 
-def cell_pattern(root, extension):
-    """A per-cell path pattern, one folder level per identity key (contract.CELL_KEYS), e.g.
-    results/shards/{era}/.../{model}/r{replicate}.parquet; a Snakemake output pattern too."""
-    parts = [PATH_PARTS.get(key, "{%s}" % key) for key in contract.CELL_KEYS]
-    return "%s/%s.%s" % (root, "/".join(parts), extension)
-
-
-SHARD_PATTERN = cell_pattern("results/shards", "parquet")
-LOG_PATTERN = cell_pattern("results/logs/cells", "log")
+def schema_default(key):
+    """A config key's default as the schema gives it: a config that skipped validation (a
+    caller's own dict) plans as a validated one would."""
+    with open(SCHEMA) as handle:
+        return yaml.safe_load(handle)["properties"][key]["default"]
 
 
 class PlanError(ValueError):
@@ -352,7 +350,7 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
     check_plan_size(count_plan(config), config.get("max_jobs", DEFAULT_MAX_JOBS))
     return [
         Cell(era, device, framework, mode, precision, task, model, replicate)
-        for replicate in range(1, config.get("replicates", 1) + 1)
+        for replicate in range(1, config.get("replicates", schema_default("replicates")) + 1)
         for era in config["eras"]
         for device in config["devices"]
         for framework in config["frameworks"]
@@ -383,7 +381,7 @@ def lacking_rows(config, checkout):
     rows = []
     for era, device, framework, mode, reason in _lacked(config, checkout):
         path = era_envs.lock_file(checkout, era, device)
-        lock, lock_sha256 = os.path.relpath(path, checkout), era_envs.file_sha256(path)
+        lock, lock_sha256 = os.path.relpath(path, checkout), era_envs.lock_sha256(path)
         for precision in config.get("precisions", ["fp32"]):
             for task in config.get("tasks", ["inference"]):
                 batch_sizes, lengths = task_grid(config, task)
@@ -405,12 +403,12 @@ def lacking_rows(config, checkout):
 def max_replicates(config):
     """The most processes a cell's point may get: config max_replicates, never fewer than
     replicates (then no point gets more)."""
-    replicates = config.get("replicates", 1)
+    replicates = config.get("replicates", schema_default("replicates"))
     return max(replicates, config.get("max_replicates") or replicates)
 
 
 def shard_path(cell):
-    return SHARD_PATTERN.format(**cell._asdict())
+    return layout.SHARD_PATTERN.format(**cell._asdict())
 
 
 def parameters(spec):
@@ -498,9 +496,8 @@ def estimate_disk_bytes(config, specs, results_dir):
     for era in config["eras"]:
         for model, spec in specs.items():
             for task in tasks:
-                manifest = os.path.join(results_dir, "reference", era, model,
-                                        "training.json" if task == "training"
-                                        else "reference.json")
+                manifest = layout.reference(
+                    era, model, "training" if task == "training" else "reference", results_dir)
                 if not os.path.exists(manifest):
                     references += 2 * parameters(spec) * WEIGHT_BYTES
     batch_sizes, lengths = task_grid(config, "inference")
@@ -523,7 +520,7 @@ def _existing(path):
     return folder
 
 
-def check_disk(config, checkout, results_dir="results", store=None):
+def check_disk(config, checkout, results_dir=layout.RESULTS, store=None):
     """Refuse, before any job of a real run (a dry run writes nothing), a run whose disk cannot
     hold what it will write: its results, and the store's copy of its shards (``store``: the
     store's folder; on another disk, that disk is checked for the copy)."""

@@ -12,6 +12,7 @@ import subprocess
 
 import yaml
 
+from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.stacks import images
 
@@ -22,10 +23,9 @@ class RebuildError(ValueError):
 
 def results_dir(run):
     """The results folder of a run given as its folder or as its results/ folder."""
-    for folder in (os.path.join(run, "results"), run):
-        if os.path.isdir(os.path.join(folder, "runs")) or os.path.isdir(
-                os.path.join(folder, "shards")):
-            return folder
+    folder = layout.results_folder(run)
+    if folder is not None:
+        return folder
     raise RebuildError("%s is not a run folder (no results/shards or results/runs in it)" % run)
 
 
@@ -33,7 +33,7 @@ def shards_of(results):
     """Every shard in a results folder, as the path relative to its run folder (results/...)."""
     run = os.path.dirname(os.path.abspath(results))
     return sorted(os.path.relpath(path, run) for path in glob.glob(
-        os.path.join(results, "shards", "**", "*.parquet"), recursive=True))
+        os.path.join(glob.escape(results), layout.SHARDS, "**", "*.parquet"), recursive=True))
 
 
 def plan_parts(results):

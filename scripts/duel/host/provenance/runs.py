@@ -22,9 +22,9 @@ from importlib import metadata
 
 from duel.cell import environment, files
 
+from duel.host.plan import layout
 from duel.host.stacks import eras, images
 
-RUNS_DIR = "results/runs"
 MANIFEST = "manifest.json"
 DIFF = "diff.patch"
 
@@ -86,7 +86,7 @@ def environment_hashes(checkout, era_devices, envs_dir, workflow_env_lock_matche
     for era, device in era_devices:
         lock = eras.lock_file(checkout, era, device)
         row = {"era": era, "device": device, "lock_file": os.path.relpath(lock, checkout),
-               "lock_sha256": eras.file_sha256(lock), "environment": None,
+               "lock_sha256": eras.lock_sha256(lock), "environment": None,
                "installed_sha256": None, "installed_count": None}
         if eras.in_workflow_env(era, device, lock):
             pins = workflow_env_installed()
@@ -172,7 +172,6 @@ def files_read(config_files, model_files):
     }
 
 
-SHARDS = os.path.join("results", "shards")
 HOST_PART = re.compile(r"[^A-Za-z0-9]+")
 
 
@@ -188,13 +187,13 @@ def shard_hashes(paths=None):
     """{path: SHA-256} of the shards now in results/shards (or of ``paths`` that exist): what
     decides, without clocks, which shards a run wrote."""
     if paths is None:
-        paths = glob.glob(os.path.join(SHARDS, "**", "*.parquet"), recursive=True)
+        paths = glob.glob(os.path.join(layout.at(layout.SHARDS), "**", "*.parquet"), recursive=True)
     return dict((os.path.normpath(path), files.file_sha256(path)) for path in sorted(paths)
                 if ".partial-" not in path and os.path.isfile(path))
 
 
 def start(config, checkout, era_devices, envs_dir, config_files, model_files, cores, argv,
-          planned_shards, runs_dir=RUNS_DIR):
+          planned_shards, runs_dir=layout.at(layout.RUNS)):
     """Write a run's manifest as it starts; returns its path."""
     started = environment.utc_now()
     folder = os.path.join(runs_dir, new_run_id(started))
@@ -277,7 +276,7 @@ def read(path):
 def manifests(results_dir):
     """Every manifest under ``<results_dir>/runs``, oldest first, as (path, record)."""
     found = []
-    for path in glob.glob(os.path.join(results_dir, "runs", "*", MANIFEST)):
+    for path in glob.glob(os.path.join(glob.escape(results_dir), layout.RUNS, "*", MANIFEST)):
         try:
             found.append((path, read(path)))
         except (OSError, ValueError):
@@ -285,7 +284,7 @@ def manifests(results_dir):
     return sorted(found, key=lambda item: item[1].get("started_at") or "")
 
 
-def shards_without_manifest(shards, results_dir="results"):
+def shards_without_manifest(shards, results_dir=layout.RESULTS):
     """The shards (paths relative to the run folder) that no manifest says it wrote (a run still
     going counts every shard it planned)."""
     recorded = set()

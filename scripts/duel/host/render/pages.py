@@ -140,7 +140,7 @@ def environment_page(frame, lock_files, manifests=()):
     for era, path in lock_files:
         pins = locks.set_text(locks.read_pins(path))  # the pins; the file adds their hashes
         body.append("<h2>Era %s: pinned packages (%s, SHA-256 %s)</h2>" % (
-            html.escape(era), html.escape(path), locks.file_sha256(path)))
+            html.escape(era), html.escape(path), locks.lock_sha256(path)))
         body.append("<pre>%s</pre>" % html.escape(pins))
     body.append("<h2>Host software that merged the run and made this report</h2>")
     body.append("<pre>%s</pre>" % html.escape(

@@ -38,7 +38,7 @@ import sys
 import yaml
 
 from duel.cell import files, locks
-from duel.cell.files import file_sha256  # noqa: F401  (callers read a lock's hash from here)
+from duel.cell.locks import lock_sha256
 
 WORKFLOW_ENV_ERA = "current"
 WORKFLOW_ENV_DEVICE = "cpu"
@@ -85,7 +85,7 @@ def _mismatches(lock, digest):
 def workflow_env_mismatches(lock):
     """The pins of ``lock`` this interpreter's environment does not hold (a local version label
     such as torch's +cpu aside); empty when the workflow's own environment is that lock's."""
-    return list(_mismatches(lock, file_sha256(lock)))
+    return list(_mismatches(lock, lock_sha256(lock)))
 MARKER = "duel-env.json"
 REGISTRY = os.path.join("envs", "eras.yaml")
 # The checkout this code is part of: whose registry the tables and charts read.
@@ -213,7 +213,7 @@ ENV_PATTERN = os.path.join("{era}", "{device}", "{lock_key}")
 
 def lock_key(lock):
     """The short hash that names an environment built from ``lock`` (first 12 hex digits)."""
-    return file_sha256(lock)[:12]
+    return lock_sha256(lock)[:12]
 
 
 def keyed_prefix(envs_dir, era, device, lock):
@@ -243,7 +243,7 @@ def stale_reason(prefix, lock):
         if os.path.exists(prefix):
             return "a partial build (no %s): an interrupted install" % MARKER
         return "not built yet"
-    if marker.get("lock_sha256") != file_sha256(lock):
+    if marker.get("lock_sha256") != lock_sha256(lock):
         return "built from another version of %s" % os.path.basename(lock)
     if not os.access(env_python(prefix), os.X_OK):
         return "its interpreter %s is gone" % env_python(prefix)
@@ -319,7 +319,7 @@ def build_env(era, lock, prefix, log=sys.stderr):
     marker = {
         "era": era,
         "lock_file": os.path.abspath(lock),
-        "lock_sha256": file_sha256(lock),
+        "lock_sha256": lock_sha256(lock),
         "interpreter": python,
         "python": (version.stdout or version.stderr).split()[-1],
         "packages": freeze.stdout.split(),

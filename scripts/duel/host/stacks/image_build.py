@@ -18,7 +18,7 @@ from packaging.version import Version
 from duel.cell import locks
 
 from duel.host.stacks.images import (ImageError, _read, base_of, definition, dockerfile,
-                                     file_digest, image_id, lock_of, python_of)
+                                     image_id, lock_of, python_of)
 
 # Bases a locally made Debian image can stand in for: the same release, the same packages.
 LOCAL_BASES = {"bookworm": re.compile(r"^debian:(12([.-]|$)|bookworm)")}
@@ -178,7 +178,7 @@ def build_docker_image(checkout, era, device, name, base=None, wheel_folders=(),
                      ", ".join(os.path.basename(w) for w in wheels) or "none"))
         command = ["docker", "build", "--network", "host", "--tag", name,
                    "--label", "duel.era=%s" % era, "--label", "duel.device=%s" % device,
-                   "--label", "duel.lock-sha256=%s" % file_digest(lock),
+                   "--label", "duel.lock-sha256=%s" % locks.lock_sha256(lock),
                    "--label", "duel.base=%s" % (base or base_of(path))]
         if base:
             command += ["--build-arg", "BASE=%s" % base]

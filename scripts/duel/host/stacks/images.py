@@ -76,14 +76,14 @@ def python_of(lock_path):
 
 def content_tag(checkout, era, device, runner="docker"):
     """12 hex digits of SHA-256 over the recipe (Dockerfile, or the Apptainer definition) and the
-    lock file it installs."""
+    identity of the lock file it installs (its pins: locks.lock_sha256)."""
     path = dockerfile(checkout, era, device)
     recipe = definition(checkout, era, device) if runner == "apptainer" else path
     digest = hashlib.sha256()
-    for part in (recipe, os.path.join(checkout, lock_of(path))):
-        with open(part, "rb") as handle:
-            digest.update(handle.read())
-        digest.update(b"\0")
+    with open(recipe, "rb") as handle:
+        digest.update(handle.read())
+    digest.update(b"\0")
+    digest.update(locks.lock_sha256(os.path.join(checkout, lock_of(path))).encode("ascii"))
     return digest.hexdigest()[:12]
 
 

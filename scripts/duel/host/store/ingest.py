@@ -23,22 +23,21 @@ import pyarrow as pa
 
 from duel.cell import contract, files
 
+from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.store import archive
 from duel.host.tables import replicates, summary
 from duel.host.verdicts import statistics
 
-SHARDS = "shards"
 UNRECORDED = "unrecorded-"
 
 
 def results_folder(path):
     """The results folder of ``path`` (the folder itself or its ``results/``); StoreError where
     it holds neither shards, run manifests nor a summary."""
-    for candidate in (os.path.join(path, "results"), path):
-        if any(os.path.exists(os.path.join(candidate, part))
-               for part in (SHARDS, runs.RUNS_DIR.split("/")[-1], "summary.parquet")):
-            return candidate
+    folder = layout.results_folder(path)
+    if folder is not None:
+        return folder
     if not os.path.isdir(path):
         raise archive.StoreError("%s: no such folder" % path)
     raise archive.StoreError("%s holds no run: no shards/, runs/ or summary.parquet" % path)
@@ -48,7 +47,7 @@ def _manifests(results_dir):
     """(run id, record) of every manifest, oldest first; StoreError naming one that is not
     whole JSON."""
     found = []
-    for path in glob.glob(os.path.join(glob.escape(results_dir), "runs", "*", runs.MANIFEST)):
+    for path in glob.glob(os.path.join(glob.escape(results_dir), layout.RUNS, "*", runs.MANIFEST)):
         try:
             record = runs.read(path)
         except (OSError, ValueError) as error:
@@ -60,7 +59,7 @@ def _manifests(results_dir):
 
 def _as_recorded(results_dir, path):
     """A shard's path as manifests write it: relative to the working folder, 'results/...'."""
-    return os.path.normpath(os.path.join("results", os.path.relpath(path, results_dir)))
+    return os.path.normpath(os.path.join(layout.RESULTS, os.path.relpath(path, results_dir)))
 
 
 def _started(record):
@@ -86,7 +85,7 @@ def _claims(record, recorded, digest_now):
 def owners(results_dir, exclude=(), digest=files.file_sha256):
     """{run id: (manifest record or None, [shard paths])} for every shard under the folder; runs
     named in ``exclude`` (the run now starting) claim nothing. ``digest``: a shard's SHA-256."""
-    shards = sorted(path for path in glob.glob(os.path.join(glob.escape(results_dir), SHARDS,
+    shards = sorted(path for path in glob.glob(os.path.join(glob.escape(results_dir), layout.SHARDS,
                                                             "**", "*.parquet"), recursive=True)
                     if ".partial-" not in path)
     manifests = [(run_id, record) for run_id, record in _manifests(results_dir)
@@ -140,13 +139,13 @@ def shard_rows(results_dir, paths, digest=files.file_sha256):
 
 def summary_rows(results_dir):
     """An older layout's summary.parquet as rows of one run (its file is its one 'shard')."""
-    path = os.path.join(results_dir, "summary.parquet")
+    path = os.path.join(results_dir, layout.SUMMARY)
     try:
         frame = summary.read_summary(path)
     except Exception as error:  # any failure to read names the file
         raise archive.StoreError("%s: not a readable summary (%s)"
                                  % (path, contract.error_line(error)))
-    frame["shard"] = "summary.parquet"
+    frame["shard"] = layout.SUMMARY
     frame["shard_sha256"] = files.file_sha256(path)
     return _table(frame)
 
@@ -250,7 +249,7 @@ def add_folder(store, path, machine=None, exclude=(), create=False, restore=()):
         fresh = [shard for shard in paths if digest(shard) not in stored]
         if fresh:
             tables[run_id] = shard_rows(results_dir, fresh, digest)
-    if not found and os.path.exists(os.path.join(results_dir, "summary.parquet")):
+    if not found and os.path.exists(os.path.join(results_dir, layout.SUMMARY)):
         table = summary_rows(results_dir)
         run_id = UNRECORDED + table.column("shard_sha256")[0].as_py()[:16]
         found[run_id] = (None, [])

@@ -28,6 +28,7 @@ import pandas as pd
 
 from duel.cell import contract
 
+from duel.host.plan import layout
 from duel.host.tables import replicates
 
 REPORTED = ("timed samples", "first calls")
@@ -48,7 +49,8 @@ def _timed_s(row):
 def reference_seconds(results_dir):
     """The wall time of every reference job whose manifest lies under ``results_dir``."""
     total = 0.0
-    for path in glob.glob(os.path.join(results_dir, "reference", "*", "*", "*.json")):
+    pattern = os.path.join(glob.escape(results_dir), layout.REFERENCES, "*", "*", "*.json")
+    for path in glob.glob(pattern):
         try:
             with open(path) as handle:
                 total += _number(json.load(handle).get("wall_s"))

@@ -10,7 +10,6 @@ to ``max_replicates``, which measure only their cell's open points. One look aft
 rounds, and only then: a verdict is never re-judged round by round until it turns clear.
 """
 import json
-import os
 
 import pandas as pd
 
@@ -19,8 +18,6 @@ from duel.cell import contract
 from duel.host.verdicts import statistics
 
 VERSION = 1
-# Where the workflow writes the plan, under the results folder.
-FILE = os.path.join("settle", "open-points.json")
 
 
 def is_open(low, high, min_effect):

@@ -12,14 +12,14 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 from duel.cell import attempts, contract
-from duel.host.plan import planner, references
+from duel.host.plan import layout, planner, references
 from duel.host.provenance import runs
 from duel.host.render import outcome
 from duel.host.store import archive, ingest
 
 # The run's budget of fresh processes for disturbed points (duel/cell/attempts.py), shared by
 # its jobs on every node through the results folder.
-FRESH_PROCESSES = os.path.join("results", "retries")
+FRESH_PROCESSES = layout.at(layout.RETRIES)
 
 
 class Events:
@@ -92,10 +92,10 @@ class Events:
         """Add to the results store (duel/host/store/) every shard of results/ not in it yet: at
         the start, what a killed run left or a shard about to be written again; at the end, this
         run. A store that cannot take them costs one line, never the run."""
-        if not self.acts() or not os.path.isdir("results"):
+        if not self.acts() or not os.path.isdir(layout.RESULTS):
             return
         try:
-            added = ingest.add_folder(self.store, "results", create=True)
+            added = ingest.add_folder(self.store, layout.RESULTS, create=True)
         except Exception as error:  # any fault of the store: one line, and the run goes on
             sys.stderr.write(
                 "store: %s: nothing added (%s); the run goes on, its results stay in results/: "

@@ -13,16 +13,14 @@ from snakemake.settings.types import DeploymentMethod
 
 from duel.cell import models
 from duel.cell.adapters import deployed
-from duel.host.plan import deployment, planner, resources
+from duel.host.plan import deployment, layout, planner, resources
 from duel.host.stacks import eras, images
 from duel.host.verdicts import settle
 
 # An in-cell command runs under an era's own interpreter, which imports the package only through
 # PYTHONPATH: the checkout's scripts folder.
 CELL_COMMANDS = "duel.cell.commands."
-REFERENCE = "results/reference/{era}/{model}/reference.json"
-TRAINING_WEIGHTS = "results/reference/{era}/{model}/training.json"
-OPEN_POINTS = os.path.join("results", settle.FILE)
+OPEN_POINTS = layout.at(layout.OPEN_POINTS)
 
 
 def cell_command(name):
@@ -229,7 +227,8 @@ class Jobs:
 
     def cell_weights(self, wildcards):
         """What a cell starts from: the inference reference, or the training weights."""
-        return TRAINING_WEIGHTS if wildcards.task == "training" else REFERENCE
+        weights = "training" if wildcards.task == "training" else "reference"
+        return layout.reference("{era}", "{model}", weights)
 
     def cell_artifacts(self, wildcards):
         """A deployment cell's exported artifacts (rules/deploy.smk), none for other modes."""
@@ -258,8 +257,8 @@ class Jobs:
     def references_planned(self):
         """Every reference and kept artifact manifest the run's cells may read."""
         config = self.config
-        kinds = {"inference": REFERENCE, "training": TRAINING_WEIGHTS}
-        return [kinds[task].format(era=era, model=model)
+        weights = {"inference": "reference", "training": "training"}
+        return [layout.reference(era, model, weights[task])
                 for era in config["eras"] for model in config["models"]
                 for task in config["tasks"]] + [
             deployment.artifact_manifest(era, device, artifact_format, model)

@@ -1,0 +1,79 @@
+"""Where a run writes: every path under results/, and the one way from a run folder to them.
+
+The planner, the rules, the store, compare, render and provenance all name these, so a folder
+moves in one place. Names are relative to a results folder (``SHARDS``) and, as the workflow
+spells them from its working folder, under ``results/`` (``at(SHARDS)``). Paths use ``/``: they
+are Snakemake patterns too.
+"""
+import os
+
+from duel.cell import contract
+
+RESULTS = "results"
+SHARDS = "shards"
+LOGS = "logs"
+REFERENCES = "reference"
+ARTIFACTS = "artifacts"
+RUNS = "runs"
+STORE = "store"
+RETRIES = "retries"
+OPEN_POINTS = "settle/open-points.json"
+SUMMARY = "summary.parquet"
+SUMMARY_EXTENSIONS = ("parquet", "csv", "xlsx")
+CSV_2019 = "csv-2019"
+STATISTICS = "statistics"
+PLOTS = "plots"
+ENVIRONMENT = "environment.html"
+COMPARISON = "comparison"
+# How a key of the cell's identity appears in its paths (default: the bare value).
+PATH_PARTS = {"replicate": "r{replicate}"}
+
+
+def at(*parts, results=RESULTS):
+    """``parts`` joined under a results folder (default the workflow's ``results``)."""
+    return "/".join((results,) + parts)
+
+
+def cell_pattern(root, extension):
+    """A per-cell path pattern, one folder level per identity key (contract.CELL_KEYS), e.g.
+    results/shards/{era}/.../{model}/r{replicate}.parquet; a Snakemake output pattern too."""
+    parts = [PATH_PARTS.get(key, "{%s}" % key) for key in contract.CELL_KEYS]
+    return "%s/%s.%s" % (root, "/".join(parts), extension)
+
+
+SHARD_PATTERN = cell_pattern(at(SHARDS), "parquet")
+LOG_PATTERN = cell_pattern(at(LOGS, "cells"), "log")
+REFERENCE_PATTERN = at(REFERENCES, "{era}", "{model}", "{weights}.json")
+ARTIFACT_PATTERN = at(ARTIFACTS, "{era}", "{device}", "{artifact}", "{model}")
+
+
+def log(*parts):
+    """A job's log file under results/logs/."""
+    return at(LOGS, *parts)
+
+
+def reference(era, model, weights, results=RESULTS):
+    """The manifest of a model's reference outputs (``weights``: reference or training)."""
+    return REFERENCE_PATTERN.replace(RESULTS, results, 1).format(
+        era=era, model=model, weights=weights)
+
+
+def results_folder(path):
+    """The results folder of ``path``: a run folder (holding results/) or a results folder
+    itself (holding shards/, runs/ or the summary); None when it is neither."""
+    for candidate in (os.path.join(path, RESULTS), path):
+        if any(os.path.exists(os.path.join(candidate, part))
+               for part in (SHARDS, RUNS, SUMMARY)):
+            return candidate
+    return None
+
+
+def summary_file(path):
+    """The merged table of ``path``: a run or results folder's summary, or the file itself;
+    None when there is none."""
+    if os.path.isfile(path):
+        return path
+    folder = results_folder(path)
+    if folder is not None and os.path.isfile(os.path.join(folder, SUMMARY)):
+        return os.path.join(folder, SUMMARY)
+    return None

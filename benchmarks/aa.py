@@ -149,17 +149,16 @@ def bootstrap_figures(folder_a, folder_b, pair, min_effect):
     hierarchical bootstrap's (statistics.bootstrap_ratio over the replicates' samples): the
     interval the judge's Welch's t is weighed against."""
     def paired(folder):
-        frame = pairs.framework_ratios(scopes.prepared(summary.with_reported(
+        return pairs.framework_ratios(scopes.prepared(summary.with_reported(
             read_run(folder))), carry=["replicate_samples"])
-        return frame.rename(columns={"mode_pytorch": "mode_pt", "mode_tensorflow": "mode_tf"})
     both = paired(folder_a).merge(paired(folder_b), on=pair, suffixes=("_a", "_b"))
     both = both.dropna(subset=["ratio_a", "ratio_b"])
     inside, verdicts = {"a": [], "b": []}, {"a": [], "b": []}
     for _, row in both.iterrows():
         for own, other in (("a", "b"), ("b", "a")):
             low, high = statistics.bootstrap_ratio(
-                list(row["replicate_samples_pytorch_" + own]),
-                list(row["replicate_samples_tensorflow_" + own]),
+                list(row["replicate_samples_pt_" + own]),
+                list(row["replicate_samples_tf_" + own]),
                 contract.reported_statistic(row["method"]))
             inside[own].append(low <= row["ratio_" + other] <= high)
             verdicts[own].append(statistics.verdict(row["ratio_" + own], low, high, min_effect,
@@ -270,7 +269,7 @@ def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
 
     ratios_a = statistics.point_ratios(a, min_effect=min_effect)
     ratios_b = statistics.point_ratios(b, min_effect=min_effect)
-    pair = statistics.PAIR + ["model", "batch_size", "seq_len"]
+    pair = pairs.PAIR + ["model", "batch_size", "seq_len"]
     verdicts = ratios_a[pair + ["ratio", "verdict", "clear"]].merge(
         ratios_b[pair + ["ratio", "verdict", "clear"]], on=pair, suffixes=("_a", "_b"))
     compared = verdicts[verdicts["clear_a"].notna() & verdicts["clear_b"].notna()]

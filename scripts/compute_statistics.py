@@ -6,8 +6,7 @@ from duel.host.tables import summary
 from duel.host.verdicts import statistics
 
 
-def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path,
-         min_effect=statistics.MIN_EFFECT):
+def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path, min_effect):
     points = summary.with_reported(summary.read_summary(parquet_path))  # replicates combined once
     ratios = statistics.point_ratios(points, min_effect=min_effect)
     pairs = statistics.pair_summary(ratios, points)

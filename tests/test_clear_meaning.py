@@ -73,3 +73,15 @@ def test_the_check_fails_on_the_old_wording():
     assert not says_clear_rightly(old)
     assert not says_clear_rightly(statistics.CLEAR_MEANING + " Clear: the interval excludes 1.")
     assert says_clear_rightly("Bold: clear. " + statistics.CLEAR_MEANING.replace(" 1 +", "\n1 +"))
+
+
+def test_the_site_colours_a_runs_ratio_only_where_the_judge_finds_it_clear():
+    import pandas as pd
+    from duel.host.store import site
+    row = lambda ratio, low, high: pd.Series(dict(geomean_ratio=ratio, geomean_low=low,
+                                                  geomean_high=high))
+    assert site._verdict_class(row(0.9, 0.85, 0.93)) == "pytorch"
+    assert site._verdict_class(row(1.2, 1.1, 1.3)) == "tensorflow"
+    assert site._verdict_class(row(0.9, 0.8, 1.02)) == ""  # below 1, but not clear
+    assert site._verdict_class(row(0.97, 0.96, 0.98)) == ""  # clear of 1, not of min_effect
+    assert site._verdict_class(row(0.5, None, None)) == ""  # one process: no interval

@@ -6,6 +6,7 @@ import numpy as np
 import openpyxl
 import pytest
 
+from conftest import REPO
 from duel.cell import contract, shard
 from duel.host.render import pages, spreadsheet
 from duel.host.tables import summary
@@ -17,6 +18,13 @@ pytestmark = pytest.mark.unit
 def lognormal(median, size, seed, spread=0.1):
     """Samples whose population median is exactly ``median`` (log-normal, like timings)."""
     return median * np.exp(spread * np.random.default_rng(seed).standard_normal(size))
+
+
+def test_the_schema_defaults_min_effect_to_the_judges_default():
+    import yaml
+    with open(os.path.join(REPO, "config", "schema", "config.schema.yaml")) as handle:
+        schema = yaml.safe_load(handle)
+    assert schema["properties"]["min_effect"]["default"] == statistics.MIN_EFFECT
 
 
 def test_constant_samples_give_the_exact_ratio_as_a_zero_width_interval():
@@ -196,8 +204,8 @@ def paired_points(pytorch, tensorflow):
     rows = []
     for model in pytorch:
         for top, bottom in zip(pytorch[model], tensorflow[model]):
-            rows.append({"model": model, "replicate_figures_pytorch": top,
-                         "replicate_figures_tensorflow": bottom})
+            rows.append({"model": model, "replicate_figures_pt": top,
+                         "replicate_figures_tf": bottom})
     return pd.DataFrame(rows)
 
 

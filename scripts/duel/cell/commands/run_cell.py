@@ -34,7 +34,7 @@ import sys  # noqa: E402
 from duel.cell.adapters.deployed import is_deployed  # noqa: E402
 from duel.cell import contract  # noqa: E402
 from duel.cell.contract import METHODS, RENAMED_METHODS, method_name  # noqa: E402
-from duel.cell.modes import DEPLOYED, DEPLOYED_CPP, by_framework, mode_names  # noqa: E402
+from duel.cell.modes import DEPLOYED, DEPLOYED_CPP, by_framework, frameworks, mode_names  # noqa: E402
 from duel.cell.process import positive_ints, prepare_process  # noqa: E402
 
 
@@ -62,7 +62,7 @@ def parse_args(argv=None):
     cell.add_argument("--era", default="current", help="era label recorded in the shard")
     cell.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                       help="cuda: the first GPU (a cpu cell hides every GPU from the frameworks)")
-    cell.add_argument("--framework", required=True, choices=["pytorch", "tensorflow"])
+    cell.add_argument("--framework", required=True, choices=frameworks())
     cell.add_argument("--mode", default="eager", help="; ".join(
         "%s: %s" % (framework, ", ".join(names)) for framework, names in by_framework().items()))
     cell.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],

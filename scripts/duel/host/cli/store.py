@@ -4,7 +4,7 @@ Also the options every command over the store shares (``--store``, the point fil
 import os
 
 from duel.host.cli import command
-from duel.host.store import archive
+from duel.host.store import archive, questions
 
 DESCRIPTION = """Add runs to the results store, remove one, check it, or query it in SQL.
 
@@ -27,14 +27,13 @@ def store_option(parser):
 
 def filter_options(parser):
     """The filters of a point's history: where and in what its runs ran."""
-    for name in ("era", "device", "precision", "task", "method", "machine"):
+    for name in questions.FILTERS:
         parser.add_argument("--" + name, default=None, type=command.name,
                             help="only runs with this %s" % name)
 
 
 def filters(args):
-    return dict((name, getattr(args, name)) for name in
-                ("era", "device", "precision", "task", "method", "machine"))
+    return dict((name, getattr(args, name)) for name in questions.FILTERS)
 
 
 def opened(args):

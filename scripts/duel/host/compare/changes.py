@@ -37,10 +37,10 @@ import pandas as pd
 
 from duel.cell import conditions, contract
 
+from duel.host.plan import layout
 from duel.host.tables import replicates, summary
-from duel.host.verdicts import statistics
+from duel.host.verdicts import pairs, statistics
 
-SUMMARY = os.path.join("results", "summary.parquet")
 CELL = [name for name in contract.CELL_KEYS if name != "replicate"]
 POINT = list(contract.POINT_KEYS)
 MATCH = CELL + POINT
@@ -74,12 +74,11 @@ def resolve_summary(path):
     directory's summary.parquet) or the file itself."""
     if not os.path.exists(path):
         raise CompareError("%s: no such file or directory" % path)
-    if os.path.isdir(path):
-        for candidate in (os.path.join(path, SUMMARY), os.path.join(path, "summary.parquet")):
-            if os.path.isfile(candidate):
-                return candidate
-        raise CompareError("%s is not a run: it has no %s" % (path, SUMMARY))
-    return path
+    found = layout.summary_file(path)
+    if found is None:
+        raise CompareError("%s is not a run: it has no %s"
+                           % (path, layout.at(layout.SUMMARY)))
+    return found
 
 
 def read_run(path):
@@ -217,8 +216,9 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
     if row["_merge"] == "right_only":
         record["verdict"] = ONLY_NEW
         return record
-    judged = statistics.judge(_side(row, "_new"), _side(row, "_base"), row["statistic"],
-                              min_effect, FASTER, SLOWER, shifts, confidence, resamples, seed)
+    judged = statistics.judge(pairs.side(row, "_new"), pairs.side(row, "_base"),
+                              row["statistic"], min_effect, FASTER, SLOWER, shifts, confidence,
+                              resamples, seed)
     record["ratio"] = judged.ratio
     if judged.verdict is None:
         base_ok, new_ok = row["status_base"] == "ok", row["status_new"] == "ok"
@@ -243,11 +243,6 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
     record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_beyond(
         low, high, record["ratio"], statistics.equivalence_band(threshold, shifts)))
     return record
-
-
-def _side(row, suffix):
-    return statistics.Side(row["status" + suffix], row["reported_ms" + suffix],
-                           row["n_samples" + suffix], row["replicate_samples" + suffix])
 
 
 def canary_ratio(row):
@@ -467,8 +462,7 @@ def machine_line(base, new, shift, min_effect, machine_band=True):
                "The verdicts do not allow for it (--no-machine-band)."))
 
 
-def warnings_of(base, new, ignore, min_effect=statistics.MIN_EFFECT, shift=1.0,
-                machine_band=True):
+def warnings_of(base, new, ignore, min_effect, shift=1.0, machine_band=True):
     """Lines to put first: different hardware or methods (loudly), a machine that ran at another
     speed, matching across eras, and a baseline that looks newer than the new run."""
     lines = []

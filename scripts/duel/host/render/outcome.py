@@ -12,7 +12,8 @@ import pandas as pd
 
 from duel.cell import contract
 
-from duel.host.tables import breakdown, replicates, summary
+from duel.host.plan import layout
+from duel.host.tables import breakdown, replicates, scopes, summary
 from duel.host.verdicts import settle
 
 # How many distinct failure messages are shown; the count says how many there are in all.
@@ -53,11 +54,11 @@ def _status_lines(frame):
 SHOWN_DIFFERENCES = 3
 
 
-def verdict_lines(results_dir="results"):
+def verdict_lines(results_dir=layout.RESULTS):
     """The verdict: per pair of modes compared, the points each framework clearly wins, those
     not clear, the geometric-mean ratio and the processes it rests on; then the largest clear
     differences and where the files are. From results/statistics/ (none before it exists)."""
-    folder = os.path.join(results_dir, "statistics")
+    folder = os.path.join(results_dir, layout.STATISTICS)
     try:
         pairs = pd.read_csv(os.path.join(folder, "pairs.csv"))
         ratios = pd.read_csv(os.path.join(folder, "ratios.csv"))
@@ -65,7 +66,7 @@ def verdict_lines(results_dir="results"):
         return []
     text = ["Verdict (PyTorch time / TensorFlow time; < 1: PyTorch faster):"]
     for _, pair in pairs.iterrows():
-        scope = " ".join(str(pair[key]) for key in ("era", "device", "precision", "task", "method"))
+        scope = " ".join(str(pair[key]) for key in scopes.SCOPE)
         geomean = "%.2f" % pair["geomean_ratio"] if pd.notna(pair["geomean_ratio"]) else "n/a"
         if pd.notna(pair.get("geomean_low")) and pd.notna(pair.get("geomean_high")):
             geomean += " [%.2f, %.2f]" % (pair["geomean_low"], pair["geomean_high"])
@@ -87,19 +88,19 @@ def verdict_lines(results_dir="results"):
                            " (disturbed)" if pd.notna(row.get("disturbed")) else ""))
     text.append("Files: %s (spreadsheet), %s, %s"
                 % (os.path.join(results_dir, "summary.xlsx"),
-                   os.path.join(folder, "statistics.html"), os.path.join(results_dir, "plots")))
+                   os.path.join(folder, "statistics.html"), os.path.join(results_dir, layout.PLOTS)))
     return text
 
 
 def _counted_rows(results_dir):
     """The counted rows of the merged table in ``results_dir``; None without a table."""
-    path = os.path.join(results_dir, "summary.parquet")
+    path = os.path.join(results_dir, layout.SUMMARY)
     if not os.path.exists(path):
         return None
     return replicates.counted(summary.read_summary(path))
 
 
-def strict_refusal(results_dir="results"):
+def strict_refusal(results_dir=layout.RESULTS):
     """Why a strict run exits 1, in one line: its failed points (error, oom) and the points
     still disturbed after their last measurement, from the merged table; None when there are
     none (or no table)."""
@@ -116,11 +117,11 @@ def strict_refusal(results_dir="results"):
     return "strict: %s, so this run exits with status 1" % " and ".join(counts)
 
 
-def lines_of_run(shards, results_dir="results", run_s=None):
+def lines_of_run(shards, results_dir=layout.RESULTS, run_s=None):
     """The end-of-run lines of the run whose merged table is in ``results_dir``, or none when
     that table is missing or older than one of the run's ``shards`` (a run whose targets
     stopped before the merge); ``run_s``: the run's wall time, where known."""
-    path = os.path.join(results_dir, "summary.parquet")
+    path = os.path.join(results_dir, layout.SUMMARY)
     if not os.path.exists(path):
         return []
     merged = os.stat(path).st_mtime
@@ -139,10 +140,10 @@ def _disturbed_note(count):
     return ", %d of them disturbed" % int(count)
 
 
-def settle_lines(frame, results_dir="results"):
+def settle_lines(frame, results_dir=layout.RESULTS):
     """What the settling rounds did, when the merged ``frame`` holds their processes (a plan
     left by an earlier run is not this run's)."""
-    path = os.path.join(results_dir, settle.FILE)
+    path = os.path.join(results_dir, layout.OPEN_POINTS)
     if not os.path.exists(path):
         return []
     record = settle.read(path)

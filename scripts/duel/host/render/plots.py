@@ -509,8 +509,8 @@ def deployment_charts(frame):
         group = group[keep]
         if not group["mode"].isin(modes.mode_names(kinds=(modes.DEPLOYED_CPP,))).any():
             continue
-        order = [(framework, mode) for framework in ("pytorch", "tensorflow")
-                 for mode in DEPLOYMENT_MODES[framework]]
+        order = [(framework, mode) for framework, names in DEPLOYMENT_MODES.items()
+                 for mode in names]
         present = set(zip(group["framework"], group["mode"]))
         series = [Series(scopes.series_label(framework, mode), _colour(framework, mode),
                          group[(group["framework"] == framework) & (group["mode"] == mode)],

@@ -43,7 +43,7 @@ from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 from duel.host.tables import breakdown, published_2019, scopes, summary
 from duel.host.verdicts import pairs, statistics, timeline
 
-FRAMEWORK_SHORT = {"pytorch": "PT", "tensorflow": "TF"}
+FRAMEWORK_SHORT = {name: short.upper() for name, short in scopes.FRAMEWORK_SHORT.items()}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
 TASK_SHORT = {"training": "train"}
 NOT_AVAILABLE = "N/A"
@@ -167,9 +167,9 @@ def write_ratios(workbook, frame, points):
         "PyTorch time / TensorFlow time per point, same era, device, precision, task, method "
         "and input (> 1: PyTorch slower); N/A where either point is not ok",
         pairs.framework_ratios(frame),
-        scopes.SCOPE + ["mode_pytorch", "mode_tensorflow"],
+        pairs.PAIR,
         lambda keys, group: "%(era)s %(device)s %(precision)s %(task)s, method %(method)s: "
-                            "PyTorch %(mode_pytorch)s / TensorFlow %(mode_tensorflow)s" % keys,
+                            "PyTorch %(mode_pt)s / TensorFlow %(mode_tf)s" % keys,
         points, "(this run has no cell of both frameworks)")
 
 
@@ -332,12 +332,11 @@ def write_deployment(workbook, frame, points):
                         "time (> 1: the C/C++ runner faster), %(era)s %(device)s %(precision)s "
                         "%(task)s, method %(method)s" % keys], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
-    for values, group in deployed.groupby(scope + ["mode_pytorch", "mode_tensorflow"],
-                                          sort=False):
-        keys = dict(zip(scope + ["mode_pytorch", "mode_tensorflow"], values))
+    for values, group in deployed.groupby(pairs.PAIR, sort=False):
+        keys = dict(zip(pairs.PAIR, values))
         _append(sheet, [])
-        _append(sheet, ["Deployed, side by side: PyTorch %(mode_pytorch)s / TensorFlow "
-                        "%(mode_tensorflow)s (> 1: PyTorch slower), %(era)s %(device)s "
+        _append(sheet, ["Deployed, side by side: PyTorch %(mode_pt)s / TensorFlow "
+                        "%(mode_tf)s (> 1: PyTorch slower), %(era)s %(device)s "
                         "%(precision)s %(task)s, method %(method)s; intervals in "
                         "'statistics'" % keys], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)

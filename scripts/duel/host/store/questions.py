@@ -17,16 +17,18 @@ from collections import namedtuple
 import numpy as np
 import pandas as pd
 
-from duel.cell import contract
+from duel.cell import contract, modes
 
 from duel.host.store import archive
+from duel.host.tables import scopes
 from duel.host.verdicts import statistics
 
-POINT = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<framework>pytorch|tensorflow)/"
-                   r"(?P<mode>[A-Za-z0-9_-]+)/(?P<batch_size>\d+)x(?P<seq_len>\d+)$")
+POINT = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<framework>%s)/"
+                   r"(?P<mode>[A-Za-z0-9_-]+)/(?P<batch_size>\d+)x(?P<seq_len>\d+)$"
+                   % "|".join(modes.frameworks()))
 POINT_SYNTAX = "MODEL/FRAMEWORK/MODE/BxL, e.g. bert-base-cased/pytorch/eager/1x128"
-SERIES = ["machine", "era", "device", "precision", "task", "method", "model", "framework", "mode",
-          "batch_size", "seq_len"]
+FILTERS = scopes.SCOPE + ["machine"]  # what a point's history can be narrowed to
+SERIES = ["machine"] + scopes.SCOPE + ["model"] + scopes.COMPARED + ["batch_size", "seq_len"]
 RUN_KEYS = SERIES + ["run_id", "started_at", "git_commit"]
 MIN_RUNS = 2
 Point = namedtuple("Point", "model framework mode batch_size seq_len")
@@ -150,7 +152,7 @@ def _best_split(logs, start, end):
     return where
 
 
-def steps(logs, min_effect=statistics.MIN_EFFECT):
+def steps(logs, min_effect):
     """The clear steps of a series of runs' log figures, oldest first (binary segmentation:
     the best split, judged; then each side again)."""
     found = []

@@ -165,8 +165,9 @@ def run_verdicts(store, run_ids):
         frame = summary.migrated(frame.drop(columns="run_id"))[VERDICT_COLUMNS]
         frame = replicates.counted(frame).drop(columns=["attempt", "counted"])
         try:
-            ratios = statistics.point_ratios(summary.with_reported(frame))
-            pairs = statistics.pair_summary(ratios)
+            points = summary.with_reported(frame)
+            ratios = statistics.point_ratios(points)
+            pairs = statistics.pair_summary(ratios, points)  # with the geometric mean's interval
         except Exception as error:  # such a run has no verdict, as its headline says
             failed[run_id] = contract.error_line(error)
             continue
@@ -292,10 +293,10 @@ def model_pages(out, history):
     return written
 
 
-def _verdict_class(ratio):
-    if ratio is None or pd.isna(ratio):
-        return ""
-    return "pytorch" if ratio < 1 else "tensorflow"
+def _verdict_class(row):
+    """The colour of a run's geometric-mean ratio: the framework the judge finds clearly faster
+    (statistics.geomean_winner, at the min_effect the run was judged with); none where not."""
+    return statistics.geomean_winner(row, statistics.MIN_EFFECT) or ""
 
 
 def _verdict_figure(mine, by_run, scope):
@@ -347,8 +348,9 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
         page = os.path.join("scope", "%s.html" % _name(*scope))
         body = ["<p>%s</p>" % _e(statistics.method_text()),
                 "<p>Per pair of modes, each run's geometric-mean PyTorch / TensorFlow ratio over "
-                "its compared points (&lt; 1: PyTorch faster) and how many points each framework "
-                "clearly wins; open: compared points with no clear difference.</p>",
+                "its compared points (&lt; 1: PyTorch faster; coloured where its interval over "
+                "processes makes it clear) and how many points each framework clearly wins; "
+                "open: compared points with no clear difference.</p>",
                 '<p class="note">%s</p>' % _e(judged)]
         mine = verdicts
         if len(verdicts):
@@ -379,7 +381,7 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
                              _e(row["tensorflow_clearly_faster"]), _e(row["not_clear"]),
                              _e(row["compared"]), _e(row["points"]), _e(row["replicates"]),
                              _e(row["interval"])])
-                classes.append([""] * 4 + [_verdict_class(row["geomean_ratio"])] + [""] * 7)
+                classes.append([""] * 4 + [_verdict_class(row)] + [""] * 7)
             body.append("<h2>PyTorch %s vs TensorFlow %s</h2>" % (_e(mode_pt), _e(mode_tf)))
             body.append(_table(["started", "run", "machine", "commit", "geomean ratio",
                                 "PyTorch clearly faster", "TensorFlow clearly faster", "open",

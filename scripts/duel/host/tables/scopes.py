@@ -16,6 +16,8 @@ COMPARED = ["framework", "mode"]
 TABLE_KEYS = SCOPE[:2] + COMPARED + SCOPE[2:]
 MODEL_INPUT = ["model", "batch_size", "seq_len", "point"]
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+# Short names: a pair's column suffixes (mode_pt, mode_tf) and, upper-case, the sheets' names.
+FRAMEWORK_SHORT = {"pytorch": "pt", "tensorflow": "tf"}
 # How a point that has no time is shown: skipped is the 2019 sheets' N/A.
 STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error", "killed": "killed",
                  "timeout": "timeout"}

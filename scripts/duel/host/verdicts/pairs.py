@@ -4,8 +4,11 @@ Every comparison in the reports is one of these: PyTorch vs TensorFlow (same era
 precision, task, method, model and input), each mode vs eager (same framework and everything
 else), each later era vs the oldest (same cell and input). A pair where either point is not ok has no
 ratio (N/A), never a dropped row.
+
+A PyTorch/TensorFlow pair names each side's columns by the framework's short name (``mode_pt``,
+``status_tf``: the names ratios.csv and pairs.csv show); other pairs by the key's values.
 """
-import re
+from collections import namedtuple
 
 import pandas as pd
 
@@ -13,24 +16,42 @@ from duel.cell import modes
 from duel.host.stacks import eras
 from duel.host.tables import scopes, summary
 
-SIDE = ["reported_ms", "status", "framework_version", "mode"]
+SIDE = ["reported_ms", "status", "framework_version", "mode"]  # each side's columns
+JUDGED = ["n_samples", "replicate_samples"]  # to carry where the sides are judged (side)
+# A PyTorch/TensorFlow pair: the mode registry's two frameworks (top, bottom), each side's
+# suffix (_pt, _tf), and the keys of one pair of modes in a scope (mode_pt, mode_tf).
+FRAMEWORKS = modes.frameworks()
+FRAMEWORK_SUFFIXES = tuple("_" + scopes.FRAMEWORK_SHORT[name] for name in FRAMEWORKS)
+PAIR = scopes.SCOPE + ["mode" + suffix for suffix in FRAMEWORK_SUFFIXES]
+# One side of a pair as the judge (statistics.judge) reads it.
+Side = namedtuple("Side", "status reported_ms n_samples replicate_samples")
 
 
-def pair_up(frame, key, first, second, on, carry=()):
+def pair_up(frame, key, first, second, on, carry=(), suffixes=None):
     """Rows of ``frame`` with ``key == first`` joined to rows with ``key == second`` on the
-    columns ``on``; suffixes ``_<first>`` / ``_<second>`` on each side's time, status, version,
-    mode and the ``carry`` columns; ``ratio`` = first time / second time."""
+    columns ``on``; ``suffixes`` (default ``_<first>`` / ``_<second>``) on each side's time,
+    status, version, mode and the ``carry`` columns; ``ratio`` = first time / second time."""
+    suffixes = suffixes or ("_" + str(first), "_" + str(second))
     frame = summary.with_reported(frame)
     columns = on + SIDE + list(carry)
     columns = list(dict.fromkeys(column for column in columns if column != key))
     left = frame[frame[key] == first][columns]
     right = frame[frame[key] == second][columns]
-    merged = left.merge(right, on=on, suffixes=("_" + str(first), "_" + str(second)))
+    merged = left.merge(right, on=on, suffixes=suffixes)
     merged["ratio"] = [
-        _ratio(a, b) for a, b in zip(merged["reported_ms_%s" % first],
-                                     merged["reported_ms_%s" % second])
+        _ratio(a, b) for a, b in zip(merged["reported_ms" + suffixes[0]],
+                                     merged["reported_ms" + suffixes[1]])
     ]
     return merged
+
+
+def side(row, suffix):
+    """One side of a paired row (its columns ending in ``suffix``) for the judge; a sample count
+    that is missing is 0."""
+    count = row["n_samples" + suffix]
+    return Side(row["status" + suffix], row["reported_ms" + suffix],
+                0 if count is None or pd.isna(count) else int(count),
+                row["replicate_samples" + suffix])
 
 
 def _ratio(numerator, denominator):
@@ -42,9 +63,10 @@ def _ratio(numerator, denominator):
 def framework_ratios(frame, carry=()):
     """PyTorch time / TensorFlow time for every pair of modes, per point (> 1: PyTorch slower):
     the one pairing of the two frameworks' points (same scope, model and input); suffixes
-    ``_pytorch`` and ``_tensorflow``."""
+    FRAMEWORK_SUFFIXES (``_pt``, ``_tf``)."""
     on = scopes.SCOPE + scopes.MODEL_INPUT
-    return pair_up(frame, "framework", "pytorch", "tensorflow", on, carry)
+    return pair_up(frame, "framework", FRAMEWORKS[0], FRAMEWORKS[1], on, carry,
+                   FRAMEWORK_SUFFIXES)
 
 
 def mode_speedups(frame):
@@ -66,18 +88,15 @@ def mode_speedups(frame):
     return pd.concat(pairs, ignore_index=True)
 
 
-def cross_era(frame):
-    """Same cell and point in each later era and the oldest of the frame (envs/eras.yaml's
-    order): new time / old time (< 1: the newer era faster); ``era_new``, ``era_old`` name
-    them, and each side's columns end in ``_new`` / ``_old``."""
+def cross_era(frame, carry=(), newest_only=False):
+    """Same cell and point in each later era (``newest_only``: the newest) and the oldest of the
+    frame (envs/eras.yaml's order): new time / old time (< 1: the newer era faster); ``era_new``,
+    ``era_old`` name them, and each side's columns (and ``carry``) end in ``_new`` / ``_old``."""
     on = [key for key in scopes.TABLE_KEYS if key != "era"] + scopes.MODEL_INPUT
     names = eras.in_time_order(frame["era"].unique()) if len(frame) else []
     tables = []
-    for new in names[1:]:
-        pairs = pair_up(frame, "era", new, names[0], on)
-        pairs = pairs.rename(columns=lambda name: re.sub(
-            "_(%s|%s)$" % (re.escape(new), re.escape(names[0])),
-            lambda match: "_new" if match.group(1) == new else "_old", name))
+    for new in names[1:][-1:] if newest_only else names[1:]:
+        pairs = pair_up(frame, "era", new, names[0], on, carry, ("_new", "_old"))
         pairs.insert(0, "era_new", new)
         pairs.insert(1, "era_old", names[0])
         tables.append(pairs)
@@ -94,8 +113,8 @@ PYTHON_COST_PAIRS = [(mode.framework, python_mode, mode.name)
                      for python_mode in modes.same_graph_in_python(mode)]
 DEPLOYED_PAIRS = [(pytorch_mode, tensorflow_mode)
                   for kind in (modes.DEPLOYED_CPP, modes.DEPLOYED_PYTHON)
-                  for pytorch_mode in modes.mode_names("pytorch", (kind,))
-                  for tensorflow_mode in modes.mode_names("tensorflow", (kind,))]
+                  for pytorch_mode in modes.mode_names(FRAMEWORKS[0], (kind,))
+                  for tensorflow_mode in modes.mode_names(FRAMEWORKS[1], (kind,))]
 
 
 def python_costs(frame):
@@ -121,7 +140,7 @@ def deployed_ratios(frame):
     """PyTorch deployed time / TensorFlow deployed time per point (> 1: PyTorch slower), for
     the C/C++ modes and the Python loaders of the same artifacts."""
     ratios = framework_ratios(frame)
-    keep = pd.Series([(a, b) in DEPLOYED_PAIRS for a, b in zip(ratios["mode_pytorch"],
-                                                               ratios["mode_tensorflow"])],
+    keep = pd.Series([(a, b) in DEPLOYED_PAIRS for a, b in zip(ratios["mode_pt"],
+                                                               ratios["mode_tf"])],
                      index=ratios.index, dtype=bool)
     return ratios[keep]

@@ -15,7 +15,7 @@ import pandas as pd
 
 from duel.cell import contract
 
-from duel.host.verdicts import statistics
+from duel.host.verdicts import pairs, statistics
 
 VERSION = 1
 
@@ -46,9 +46,9 @@ def cells_to_extend(open_ratios):
     wanted = {}
     for _, row in open_ratios.iterrows():
         point = "%dx%d:%s" % (row["batch_size"], row["seq_len"], row["method"])
-        for framework, mode in (("pytorch", row["mode_pt"]), ("tensorflow", row["mode_tf"])):
-            key = (row["era"], row["device"], framework, mode, row["precision"], row["task"],
-                   row["model"])
+        for framework, suffix in zip(pairs.FRAMEWORKS, pairs.FRAMEWORK_SUFFIXES):
+            key = (row["era"], row["device"], framework, row["mode" + suffix], row["precision"],
+                   row["task"], row["model"])
             wanted.setdefault(key, set()).add(point)
     keys = [name for name in contract.CELL_KEYS if name != "replicate"]
     return [dict(zip(keys, key), points=sorted(points)) for key, points in sorted(wanted.items())]

@@ -38,7 +38,6 @@ SEED = 20191015
 MIN_SAMPLES = 5
 CHUNK_VALUES = 4000000  # resampled values held at once (32 MB of float64)
 STATISTICS = {"median": np.median, "mean": np.mean}
-PAIR = scopes.SCOPE + ["mode_pt", "mode_tf"]
 NOISY_SPREAD = replicates.NOISY_SPREAD
 BETWEEN = "between processes"
 WITHIN = "within one process only"
@@ -234,9 +233,8 @@ def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0)
     return False, "no clear difference"
 
 
-# One side of a judged pair, and what the judge found: ``verdict`` None where a side is not ok
+# What the judge found of two sides (pairs.Side): ``verdict`` None where a side is not ok
 # (each caller words that), TOO_FEW where a side has too few samples for an interval.
-Side = namedtuple("Side", "status reported_ms n_samples replicate_samples")
 Judgement = namedtuple("Judgement", "ratio ci_low ci_high clear verdict")
 TOO_FEW = "too few samples for an interval (fewer than %d)" % MIN_SAMPLES
 # How the ratio tables (ratios.csv, the statistics sheet and page) write ``clear``: empty
@@ -252,8 +250,8 @@ CLEAR_MEANING = (
 
 def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=1.0,
           confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED):
-    """The one judge of a pair of points (Side): the ratio top / bottom of their figures, its
-    interval (between processes, or within one) and verdict (see verdict; ``faster_below`` and
+    """The one judge of a pair of points (pairs.Side): the ratio top / bottom of their figures,
+    its interval (between processes, or within one) and verdict (see verdict; ``faster_below`` and
     ``faster_above`` name the winner, ``shift`` the machine's own change). Every comparison Duel reports, between
     the frameworks of a run and between two runs, is judged here."""
     if top.status != "ok" or bottom.status != "ok":
@@ -273,35 +271,30 @@ def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=
     return Judgement(ratio, low, high, clear, text)
 
 
-def _side(row, suffix):
-    return Side(row["status" + suffix], row["reported_ms" + suffix], row["n" + suffix],
-                row["replicate_samples" + suffix])
-
-
 def _judge(row, confidence, resamples, seed, min_effect):
     """The ratio, interval, clear flag and verdict of one paired point."""
-    judged = judge(_side(row, "_pt"), _side(row, "_tf"), row["statistic"], min_effect,
-                   "PyTorch faster", "TensorFlow faster", confidence=confidence,
-                   resamples=resamples, seed=seed)
+    top, bottom = (pairs.side(row, suffix) for suffix in pairs.FRAMEWORK_SUFFIXES)
+    judged = judge(top, bottom, row["statistic"], min_effect, "PyTorch faster",
+                   "TensorFlow faster", confidence=confidence, resamples=resamples, seed=seed)
     record = judged._asdict()
     record["clear"] = CLEAR_WORDS[judged.clear]
     if judged.verdict is None:
-        record["verdict"] = "not compared: " + ", ".join(
-            text for text in (_not_ok(row["status_pt"], "pytorch"),
-                              _not_ok(row["status_tf"], "tensorflow")) if text)
+        record["verdict"] = "not compared: " + ", ".join(filter(None, (
+            _not_ok(row["status" + suffix], framework)
+            for framework, suffix in zip(pairs.FRAMEWORKS, pairs.FRAMEWORK_SUFFIXES))))
     return record
 
 
-RATIO_COLUMNS = PAIR + [
+RATIO_COLUMNS = pairs.PAIR + [
     "model", "batch_size", "seq_len", "point", "statistic", "pytorch_ms", "tensorflow_ms",
     "replicates_pt", "replicates_tf", "n_pt", "n_tf", "ratio", "ci_low", "ci_high", "interval",
     "min_effect", "clear", "verdict", "disturbed"]
 
 
-def _disturbed(pytorch, tensorflow):
-    """Which side of a pair was still disturbed when it was last measured, and why; None."""
-    text = ["%s: %s" % (side, reason) for side, reason in
-            (("pytorch", pytorch), ("tensorflow", tensorflow))
+def _disturbed(*reasons):
+    """Which side of a pair (pairs.FRAMEWORKS) was still disturbed when it was last measured,
+    and why; None."""
+    text = ["%s: %s" % (side, reason) for side, reason in zip(pairs.FRAMEWORKS, reasons)
             if reason is not None and not pd.isna(reason)]
     return "; ".join(text) or None
 
@@ -320,10 +313,7 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     frame = scopes.prepared(frame)
     if "disturbed" not in frame.columns:  # a table written before points were judged
         frame = frame.assign(disturbed=None)
-    paired = pairs.framework_ratios(
-        frame, carry=["replicate_samples", "replicates", "n_samples", "disturbed"])
-    merged = paired.rename(columns=lambda name: name.replace("_pytorch", "_pt").replace(
-        "_tensorflow", "_tf"))
+    merged = pairs.framework_ratios(frame, carry=pairs.JUDGED + ["replicates", "disturbed"])
     if merged.empty:
         return pd.DataFrame(columns=RATIO_COLUMNS)
     merged["statistic"] = [contract.reported_statistic(method) for method in merged["method"]]
@@ -336,11 +326,11 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
               for _, row in merged.iterrows()]
     for name in ("ratio", "ci_low", "ci_high", "clear", "verdict"):
         merged[name] = [record[name] for record in judged]
-    merged["disturbed"] = [_disturbed(a, b) for a, b in
-                           zip(merged["disturbed_pt"], merged["disturbed_tf"])]
+    merged["disturbed"] = [_disturbed(*reasons) for reasons in zip(
+        *(merged["disturbed" + suffix] for suffix in pairs.FRAMEWORK_SUFFIXES))]
     merged["pytorch_ms"] = merged["reported_ms_pt"]
     merged["tensorflow_ms"] = merged["reported_ms_tf"]
-    blocks = [group for _, group in merged[RATIO_COLUMNS].groupby(PAIR, sort=False)]
+    blocks = [group for _, group in merged[RATIO_COLUMNS].groupby(pairs.PAIR, sort=False)]
     return pd.concat(blocks, ignore_index=True)  # one block per pair, models as they ran
 
 
@@ -355,7 +345,7 @@ def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resample
     high), or (None, None) without several processes on both sides.
 
     ``paired``: one row per point, with each side's replicate figures
-    (``replicate_figures_pytorch``, ``..._tensorflow``) and ``model``. A process measured every
+    (``replicate_figures_pt``, ``..._tf``) and ``model``. A process measured every
     point of its cell, so whole processes are resampled: per resample, each model's cell on
     each side draws its replicates with replacement once, and every point of that cell pools
     the same draw. The points' ratios then move together as they did between runs.
@@ -365,17 +355,16 @@ def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resample
     counted = 0
     for _, cell in paired.groupby("model", sort=False):
         draws = {}
-        for side in ("pytorch", "tensorflow"):
+        for side in pairs.FRAMEWORK_SUFFIXES:
             figures = [np.asarray(value, dtype=np.float64)
-                       for value in cell["replicate_figures_%s" % side]]
+                       for value in cell["replicate_figures" + side]]
             count = min(len(value) for value in figures)
             if count < 2:
                 return None, None
             draws[side] = (figures, rng.integers(0, count, size=(resamples, count)))
         for index in range(len(cell)):
-            top = _pooled_figures(draws["pytorch"][0][index][draws["pytorch"][1]], statistic)
-            bottom = _pooled_figures(draws["tensorflow"][0][index][draws["tensorflow"][1]],
-                                     statistic)
+            top, bottom = (_pooled_figures(draws[side][0][index][draws[side][1]], statistic)
+                           for side in pairs.FRAMEWORK_SUFFIXES)
             logs += np.log(top / bottom)
             counted += 1
     if not counted:
@@ -393,20 +382,16 @@ def pair_summary(ratios, points=None):
     """
     intervals = {}
     if points is not None:
-        paired = pairs.framework_ratios(scopes.prepared(points),
-                                              carry=["replicate_figures"])
+        paired = pairs.framework_ratios(scopes.prepared(points), carry=["replicate_figures"])
         if not paired.empty:
-            paired = paired.rename(columns={"mode_pytorch": "mode_pt",
-                                            "mode_tensorflow": "mode_tf"})
-            paired = paired[(paired["status_pytorch"] == "ok")
-                            & (paired["status_tensorflow"] == "ok")]
-            for values, group in paired.groupby(PAIR, sort=False):
+            paired = paired[(paired["status_pt"] == "ok") & (paired["status_tf"] == "ok")]
+            for values, group in paired.groupby(pairs.PAIR, sort=False):
                 statistic = contract.reported_statistic(group["method"].iloc[0])
                 intervals[values] = geomean_interval(group, statistic)
     rows = []
-    for values, group in ratios.groupby(PAIR, sort=False):
+    for values, group in ratios.groupby(pairs.PAIR, sort=False):
         compared = group.dropna(subset=["ratio"])
-        record = dict(zip(PAIR, values))
+        record = dict(zip(pairs.PAIR, values))
         record.update(
             replicates=int(min(group["replicates_pt"].min(), group["replicates_tf"].min())),
             interval=WITHIN if (group["interval"] == WITHIN).any() else BETWEEN,
@@ -421,9 +406,21 @@ def pair_summary(ratios, points=None):
         )
         record["geomean_low"], record["geomean_high"] = intervals.get(values, (None, None))
         rows.append(record)
-    return pd.DataFrame(rows, columns=PAIR + [
+    return pd.DataFrame(rows, columns=pairs.PAIR + [
         "replicates", "interval", "points", "compared", "pytorch_clearly_faster", "tensorflow_clearly_faster", "not_clear",
         "disturbed", "geomean_ratio", "geomean_low", "geomean_high"])
+
+
+def geomean_winner(record, min_effect):
+    """The framework (pairs.FRAMEWORKS) a pair_summary row's geometric-mean ratio clearly
+    favours, by its interval over processes (verdict); None where that is not clear or there is
+    no interval."""
+    low, high = record.get("geomean_low"), record.get("geomean_high")
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return None
+    clear, winner = verdict(float(record["geomean_ratio"]), low, high, min_effect,
+                            *pairs.FRAMEWORKS)
+    return winner if clear else None
 
 
 def method_text(min_effect=MIN_EFFECT):

@@ -19,10 +19,9 @@ from duel.cell import contract
 
 from duel.host.stacks import eras
 from duel.host.tables import published_2019, scopes
-from duel.host.verdicts import statistics
+from duel.host.verdicts import pairs, statistics
 
-KEYS = ["device", "precision", "task", "method", "framework", "mode", "model", "batch_size",
-        "seq_len", "point"]
+KEYS = [key for key in scopes.SCOPE if key != "era"] + scopes.COMPARED + scopes.MODEL_INPUT
 
 
 def _dated(table):
@@ -62,7 +61,7 @@ def medians(frame):
     return _dated(in_era_order(pd.DataFrame(rows)))[MEDIAN_COLUMNS]
 
 
-def framework_ratios(frame, min_effect=statistics.MIN_EFFECT, ratios=None):
+def framework_ratios(frame, min_effect, ratios=None):
     """The PyTorch / TensorFlow ratio of every point in every era, with its verdict
     (``ratios``: statistics.point_ratios of ``frame``, where made already)."""
     if ratios is None:
@@ -76,27 +75,17 @@ SPEEDUP_COLUMNS = ["era_new", "era_old", "version_new", "version_old"] + KEYS + 
     "new_ms", "old_ms", "ratio", "ci_low", "ci_high", "clear", "verdict"]
 
 
-def speedups(frame, min_effect=statistics.MIN_EFFECT):
-    """Per framework, mode and point: newest era's time / oldest era's (< 1: faster today),
-    judged as every comparison is."""
-    table = scopes.prepared(frame)
-    names = eras.in_time_order(table["era"].unique()) if len(table) else []
-    if len(names) < 2:
-        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
-    old, new = names[0], names[-1]
-    on = [key for key in KEYS if key != "point"]
-    pairs = table[table["era"] == new].merge(table[table["era"] == old], on=on,
-                                             suffixes=("_new", "_old"))
+def speedups(frame, min_effect):
+    """Per framework, mode and point: newest era's time / oldest era's (pairs.cross_era; < 1:
+    faster today), judged as every comparison is."""
+    paired = pairs.cross_era(scopes.prepared(frame), pairs.JUDGED, newest_only=True)
     rows = []
-    for _, pair in pairs.iterrows():
-        top = statistics.Side(pair["status_new"], pair["reported_ms_new"],
-                              pair["n_samples_new"] or 0, pair["replicate_samples_new"])
-        bottom = statistics.Side(pair["status_old"], pair["reported_ms_old"],
-                                 pair["n_samples_old"] or 0, pair["replicate_samples_old"])
-        judged = statistics.judge(top, bottom, contract.reported_statistic(pair["method"]),
-                                  min_effect, "faster today", "slower today")
-        rows.append(dict([(key, pair[key]) for key in on], point=pair["point_new"],
-                         era_new=new, era_old=old, version_new=pair["framework_version_new"],
+    for _, pair in paired.iterrows():
+        judged = statistics.judge(pairs.side(pair, "_new"), pairs.side(pair, "_old"),
+                                  contract.reported_statistic(pair["method"]), min_effect,
+                                  "faster today", "slower today")
+        rows.append(dict([(key, pair[key]) for key in KEYS], era_new=pair["era_new"],
+                         era_old=pair["era_old"], version_new=pair["framework_version_new"],
                          version_old=pair["framework_version_old"],
                          new_ms=pair["reported_ms_new"], old_ms=pair["reported_ms_old"],
                          ratio=judged.ratio, ci_low=judged.ci_low, ci_high=judged.ci_high,
@@ -115,7 +104,7 @@ def _geomean(values):
     return float(np.exp(np.log(values).mean())) if values.size else None
 
 
-def claims(frame, min_effect=statistics.MIN_EFFECT, ratios=None):
+def claims(frame, min_effect, ratios=None):
     """Each published claim beside what this run finds in the same era and device
     (``ratios``: statistics.point_ratios of ``frame``, where made already)."""
     table = scopes.prepared(frame)
@@ -134,7 +123,10 @@ def claims(frame, min_effect=statistics.MIN_EFFECT, ratios=None):
 
 
 def _finding(claim, table, ratios, min_effect):
-    """(what this run measured, whether it agrees) for one claim."""
+    """(what this run measured, whether it agrees) for one claim. A mode's speed-up over eager
+    is a geometric mean over points, which has no interval (statistics.geomean_interval pairs
+    the frameworks' processes): the judge is asked with the mean as its own interval, so it is
+    clear where it lies beyond min_effect."""
     if claim.kind == "frameworks":
         if ratios is None or ratios.empty:
             return "not in this run", "n/a"
@@ -159,15 +151,15 @@ def _finding(claim, table, ratios, min_effect):
     # kind "modes": a graph mode's speed-up over eager, same framework and era
     framework, mode = claim.modes
     era = table[(table["era"] == claim.era) & (table["device"] == "cpu")
-                & (table["framework"] == framework) & (table["status"] == "ok")]
-    on = ["model", "batch_size", "seq_len", "precision", "task", "method"]
-    pairs = era[era["mode"] == "eager"].merge(era[era["mode"] == mode], on=on,
-                                              suffixes=("_eager", "_mode"))
-    if pairs.empty:
+                & (table["framework"] == framework) & table["mode"].isin(["eager", mode])]
+    paired = pairs.mode_speedups(era)
+    if len(paired):
+        paired = paired[(paired["status_eager"] == "ok") & (paired["status_%s" % mode] == "ok")]
+    if paired.empty:
         return "%s %s and eager in era %s not in this run" % (framework, mode, claim.era), "n/a"
-    speedup = _geomean(pairs["reported_ms_eager"].astype(float)
-                       / pairs["reported_ms_mode"].astype(float))
+    speedup = _geomean(paired["ratio"])
     text = ("%s %s over eager: geometric-mean speed-up %.2fx over %d points (%s)"
-            % (framework, mode, speedup, len(pairs), ", ".join(sorted(pairs["model"].unique()))))
-    return text, "agrees" if speedup > 1 + min_effect else (
-        "disagrees" if speedup < 1 / (1 + min_effect) else "not clear")
+            % (framework, mode, speedup, len(paired), ", ".join(sorted(paired["model"].unique()))))
+    clear, agrees = statistics.verdict(speedup, speedup, speedup, min_effect, "disagrees",
+                                       "agrees")
+    return text, agrees if clear else "not clear"

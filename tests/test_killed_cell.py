@@ -110,3 +110,78 @@ def test_the_oom_killer_is_read_from_the_cgroup_of_the_process(tmp_path):
     (events / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n")
     assert journal.oom_kills(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == 2
     assert journal.oom_kills(str(tmp_path / "none"), str(tmp_path / "fs")) is None
+    # cgroup v1 (many clusters, and these VMs): the memory controller's own hierarchy, where
+    # v2's file at the unified root is missing.
+    (tmp_path / "cgroup").write_text("4:memory:/jobs/v1\n0::/\n")
+    v1 = tmp_path / "fs" / "memory" / "jobs" / "v1"
+    v1.mkdir(parents=True)
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 5\n")
+    assert journal.oom_kills(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == 5
+
+
+def memory_cgroup(name):
+    """A fresh memory cgroup under this process's own (v1's memory controller, or v2 where its
+    memory controller is enabled): (folder, file that sets its limit); skips where this machine
+    lets none be made (no root, no controller)."""
+    with open("/proc/self/cgroup") as handle:
+        lines = [line.strip().split(":", 2) for line in handle]
+    for hierarchy, controllers, path in lines:
+        if "memory" in controllers.split(","):
+            parent, limit = os.path.join("/sys/fs/cgroup/memory", path.lstrip("/")), \
+                "memory.limit_in_bytes"
+            break
+    else:
+        path = [path for hierarchy, _, path in lines if hierarchy == "0"][0]
+        parent, limit = os.path.join("/sys/fs/cgroup", path.lstrip("/")), "memory.max"
+        controllers = os.path.join(parent, "cgroup.controllers")
+        if not os.path.exists(controllers) or "memory" not in open(controllers).read().split():
+            pytest.skip("no memory cgroup controller here")
+    folder = os.path.join(parent, name)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        pytest.skip("cannot make a memory cgroup here: %s" % error)
+    return folder, os.path.join(folder, limit)
+
+
+def run_in_cgroup(folder, command):
+    def enter():
+        with open(os.path.join(folder, "cgroup.procs"), "w") as handle:
+            handle.write(str(os.getpid()))
+    return subprocess.run(command, preexec_fn=enter, capture_output=True, text=True,
+                          timeout=600)
+
+
+def peak_bytes(folder):
+    for name in ("memory.max_usage_in_bytes", "memory.peak"):
+        if os.path.exists(os.path.join(folder, name)):
+            return int(open(os.path.join(folder, name)).read())
+    pytest.skip("this memory cgroup does not report its peak")
+
+
+@pytest.mark.framework
+def test_a_point_the_kernel_kills_for_memory_becomes_an_oom_row_and_the_rest_stand(tmp_path):
+    """A real OOM kill: the cell runs in a memory cgroup whose limit its small point fits and its
+    large point does not (the limit from the small point's own peak there, so any host's
+    start-up size is allowed for)."""
+    folder, limit = memory_cgroup("duel-test-oom-%d" % os.getpid())
+    try:
+        def cell(batch_sizes, output):
+            return [*cell_command("run_cell"), "--framework", "pytorch", "--mode", "eager",
+                    "--model-config", os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
+                    "--batch-sizes", batch_sizes, "--sequence-lengths", "16", "--threads", "1",
+                    "--warmup-calls", "1", "--min-samples", "2", "--min-time-s", "0.1",
+                    "--max-time-s", "2", "--remeasures", "0", "--attempts", "1",
+                    "--output", str(tmp_path / output)]
+        small = run_in_cgroup(folder, cell("1", "small.parquet"))
+        assert small.returncode == 0, small.stderr[-3000:]
+        with open(limit, "w") as handle:  # the large point needs about 240 MB more
+            handle.write(str(peak_bytes(folder) + 100 * 2 ** 20))
+        answer = run_in_cgroup(folder, cell("1,16384", "cell.parquet"))
+        assert answer.returncode == 0, answer.stderr[-3000:]
+        rows = [row for row in pq.read_table(str(tmp_path / "cell.parquet")).to_pylist()
+                if row["counted"]]
+        assert [(row["batch_size"], row["status"]) for row in rows] == [(1, "ok"), (16384, "oom")]
+        assert "OOM killer" in rows[1]["message"]
+    finally:
+        os.rmdir(folder)

@@ -97,6 +97,35 @@ def test_a_kill_during_an_add_leaves_the_earlier_runs_and_readers_never_wait(tmp
 
 
 @pytest.mark.unit
+def test_a_kill_while_a_stored_run_grows_leaves_it_whole_as_it_was(tmp_path):
+    """Shards added to a run already stored: killed between the renames that put its grown copy
+    in place, the store keeps the run as it was; the next add grows it, points and record."""
+    store = str(tmp_path / "store")
+    run_id = "20260101T000000Z-1"
+    ingest.add_folder(store, results_folder(tmp_path / "a", run_id, DAY % 1), create=True)
+    before = questions.run_table(store)
+    grown = results_folder(tmp_path / "a", run_id, DAY % 1, processes=3)  # adds r3 per cell
+    env = dict(os.environ, **{archive.PAUSE_ENV: "60", archive.PAUSE_AT_ENV: "swap"})
+    adding = subprocess.Popen(DUEL + ["store", "add", grown, "--store", store], env=env,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert "paused swap" in adding.stderr.readline()
+        assert not os.path.exists(archive.run_folder(store, run_id))  # mid-swap
+        adding.send_signal(signal.SIGKILL)
+        adding.wait(30)
+    finally:
+        adding.kill()
+    with archive.writing(store):  # the next writer puts the run back
+        pass
+    assert stored(store)["n"].tolist() == [12]
+    assert questions.run_table(store)["points"].tolist() == before["points"].tolist()
+    assert ingest.add_folder(store, grown) == [(run_id, 2)]
+    assert stored(store)["n"].tolist() == [18]
+    assert questions.run_table(store)["processes"].tolist() == [3]
+    assert not glob.glob(os.path.join(store, archive.REPLACED + "*"))
+
+
+@pytest.mark.unit
 def test_two_processes_adding_at_once_both_land(tmp_path):
     store = str(tmp_path / "store")
     folders = [results_folder(tmp_path / name, "2026010%dT000000Z-%d" % (day, day), DAY % day)

@@ -158,19 +158,31 @@ def lost_row(record, point, status, timed_out_after_s=None, limit_s=None, out_of
 
 
 def oom_kills(cgroup_file="/proc/self/cgroup", root="/sys/fs/cgroup"):
-    """How many processes the kernel's OOM killer has ended in this process's cgroup and below
-    (cgroup v2 memory.events), or None where that is not readable."""
+    """How many processes the kernel's OOM killer has ended in this process's memory cgroup:
+    cgroup v2's ``memory.events``, else the v1 memory controller's ``memory.oom_control`` (both
+    say ``oom_kill N``); None where neither is readable."""
+    candidates = []
     try:
         with open(cgroup_file) as handle:
             for line in handle:
                 parts = line.strip().split(":", 2)
-                if len(parts) == 3 and parts[0] == "0":
-                    events = os.path.join(root, parts[2].lstrip("/"), "memory.events")
-                    with open(events) as counts:
-                        for count in counts:
-                            name, _, value = count.partition(" ")
-                            if name == "oom_kill":
-                                return int(value)
-    except (IOError, OSError, ValueError):
+                if len(parts) != 3:
+                    continue
+                path = parts[2].lstrip("/")
+                if parts[0] == "0":
+                    candidates.append(os.path.join(root, path, "memory.events"))
+                elif "memory" in parts[1].split(","):
+                    candidates.append(os.path.join(root, "memory", path, "memory.oom_control"))
+    except (IOError, OSError):
         return None
+    for events in candidates:
+        try:
+            with open(events) as counts:
+                for count in counts:
+                    name, _, value = count.partition(" ")
+                    if name == "oom_kill":
+                        return int(value)
+        except (IOError, OSError, ValueError):
+            continue
+    return None
     return None

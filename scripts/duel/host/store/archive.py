@@ -15,6 +15,8 @@ Layout (store version 1), under the store folder (config key ``store``, default 
     .lock                                writers take it in turn (a second add waits, saying who
                                          holds it: host, pid, since when)
     .incoming-<pid>-<n>/                 an add being written; a killed add's is removed later
+    .replaced-<run id>/                  a run's folder while an add puts its grown copy in
+                                         place; a killed add's is put back by the next writer
 
 Why Parquet files under DuckDB views rather than one DuckDB database file: DuckDB lets a single
 process open a database file for writing and no other process open it meanwhile, so every
@@ -43,6 +45,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from duel.cell import contract, files
+from duel.host.plan import layout
+from duel.host.tables import scopes
 
 VERSION = 1
 VERSION_FILE = "VERSION"
@@ -51,10 +55,11 @@ RUN_FILE = "run.parquet"
 POINTS_GLOB = "points-*.parquet"
 INCOMING = ".incoming-"
 REMOVED = ".removed-"
+REPLACED = ".replaced-"  # a run's folder while its grown copy takes its place
 LOCK = ".lock"
 REMOVED_RUNS = "removed.json"
 SET_ASIDE = "set-aside"
-DEFAULT = os.path.join("results", "store")
+DEFAULT = layout.at(layout.STORE)
 LOCK_WAIT_S = 300.0  # a writer waits this long for another's lock, then gives up, naming it
 LOCK_WAIT_ENV = "DUEL_STORE_LOCK_WAIT_S"  # set: that many seconds instead
 LOCK_SAY_S = 10.0  # and says who holds it this often meanwhile
@@ -62,17 +67,19 @@ STORE_COLUMNS = ("run_id", "shard", "shard_sha256")  # what a stored row adds to
 INDEX = "index.parquet"
 # The index: a row per stored row, its run's when and where, and only what a figure needs.
 RUN_INDEXED = ("machine", "started_at", "git_commit")
-POINT_INDEXED = ("era", "device", "precision", "task", "method", "framework", "mode", "model",
-                 "batch_size", "seq_len", "replicate", "attempt", "counted", "status", "median",
-                 "mean", "n_samples")
+POINT_INDEXED = tuple(scopes.SCOPE + scopes.COMPARED) + (
+    "model", "batch_size", "seq_len", "replicate", "attempt", "counted", "status", "median",
+    "mean", "n_samples")
 INDEX_SCHEMA = pa.schema(
     [("run_id", pa.string()), ("part", pa.string()), ("shard_sha256", pa.string())]
     + [(name, pa.string()) for name in RUN_INDEXED]
     + [(name, dict(contract.COLUMNS)[name]) for name in POINT_INDEXED])
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-# Seconds an add pauses once its files are written and before they become a run: lets a test
-# kill an add at its most delicate moment. Unset: no pause.
+# Seconds an add pauses once its files are written and before they become a run (or, with
+# PAUSE_AT_ENV=swap, between the two renames that grow a stored run): lets a test kill an add at
+# its most delicate moments. Unset: no pause.
 PAUSE_ENV = "DUEL_STORE_TEST_PAUSE_S"
+PAUSE_AT_ENV = "DUEL_STORE_TEST_PAUSE_AT"
 _counter = itertools.count()
 
 
@@ -195,6 +202,7 @@ def writing(store, wait_s=None):
         _lock(handle, store, wait_s)
         for left in _in(store, INCOMING + "*") + _in(store, REMOVED + "*"):
             shutil.rmtree(left, ignore_errors=True)
+        _finish_replacing(store)
         index = _current_index(store)
         if index is None:
             index = index_table(store, set_aside_damaged=True)
@@ -365,6 +373,24 @@ def reindex(store, before, changed):
     _write_index(store, pa.concat_tables([kept] + fresh))
 
 
+def _finish_replacing(store):
+    """A run left as ``.replaced-<id>`` by a killed add: gone once its grown copy is in place,
+    put back where the add died between its two renames (the new shards are added again)."""
+    for old in _in(store, REPLACED + "*"):
+        folder = run_folder(store, os.path.basename(old)[len(REPLACED):])
+        if os.path.isdir(folder):
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(old, folder)
+
+
+def _pause(at):
+    if (os.environ.get(PAUSE_AT_ENV) or "before") == at and os.environ.get(PAUSE_ENV):
+        sys.stderr.write("store: paused %s\n" % at)
+        sys.stderr.flush()
+        time.sleep(float(os.environ[PAUSE_ENV]))
+
+
 def part_name(shard_hashes):
     digest = hashlib.sha256("\n".join(sorted(shard_hashes)).encode()).hexdigest()
     return "points-%s.parquet" % digest[:20]
@@ -374,6 +400,8 @@ def add(store, run_id, points, describe):
     """Add the rows ``points`` (an Arrow table with shard_sha256) to run ``run_id``: those of
     shards not yet stored, atomically, holding the writer lock. ``describe(frame of all the
     run's rows)`` makes the run's one-row record (run.parquet). Returns how many shards were new.
+    A run already stored grows by a whole new folder put in its place, so its points and its
+    record always agree (a reader may miss the run for the instant between the two renames).
     """
     check_run_id(run_id)
     with writing(store) as before:
@@ -396,15 +424,18 @@ def add(store, run_id, points, describe):
         frame = pa.concat_tables(every, promote_options="permissive").to_pandas()
         pq.write_table(pa.Table.from_pylist([describe(frame)]),
                        os.path.join(incoming, RUN_FILE))
-        pause = float(os.environ.get(PAUSE_ENV) or 0)
-        if pause:
-            sys.stderr.write("store: paused before adding %s\n" % run_id)
-            sys.stderr.flush()
-            time.sleep(pause)
-        if earlier:  # the run is there: its new part, then its record, each one rename
-            os.replace(os.path.join(incoming, name), os.path.join(folder, name))
-            os.replace(os.path.join(incoming, RUN_FILE), os.path.join(folder, RUN_FILE))
-            os.rmdir(incoming)
+        _pause("before")
+        if earlier:  # a grown copy of the run takes its place: its parts are linked, not copied
+            for path in earlier:
+                try:
+                    os.link(path, os.path.join(incoming, os.path.basename(path)))
+                except OSError:  # a file system without hard links
+                    shutil.copy2(path, incoming)
+            replaced = os.path.join(store, REPLACED + run_id)
+            os.rename(folder, replaced)
+            _pause("swap")
+            os.rename(incoming, folder)
+            shutil.rmtree(replaced)
         else:
             os.rename(incoming, folder)
         reindex(store, before, [run_id])

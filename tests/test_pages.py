@@ -1,4 +1,4 @@
-"""Report pages' HTML tables (render/pages.py)."""
+"""Report pages' and the published site's HTML pieces (render/pages.py)."""
 import pandas as pd
 import pytest
 
@@ -8,6 +8,23 @@ pytestmark = pytest.mark.unit
 
 
 def test_page_tables_escape_their_text():
-    table = pages.table(pd.DataFrame({"model": ["<b>x</b>"], "ratio": [1 / 3.0]}), "t")
+    table = pages.frame_table(pd.DataFrame({"model": ["<b>x</b>"], "ratio": [1 / 3.0]}))
     assert "&lt;b&gt;x&lt;/b&gt;" in table and "<b>" not in table and ">0.3333<" in table
-    assert '#T_t th.col0 {\n  text-align: left;' in table  # text heading left, number right
+    assert '<th class="text">model</th><th class="num">ratio</th>' in table  # by dtype
+
+
+def test_missing_values_are_empty_and_an_object_column_of_numbers_stays_text():
+    frame = pd.DataFrame({"threads": [2, None], "ratio": [float("nan"), pd.NA]}, dtype=object)
+    assert [pages.escape(value) for value in (None, float("nan"), pd.NA, pd.NaT)] == [""] * 4
+    table = pages.frame_table(frame)
+    assert '<td class="text">2</td><td class="text"></td>' in table
+    assert "nan" not in table.lower() and "None" not in table and "NA" not in table
+
+
+def test_a_table_of_cells_aligns_by_their_text_and_takes_classes_and_wrapping():
+    table = pages.table(["run", "ratio", "note"], [["a1", "0.5", pages.link("x.html#r", "<i>")]],
+                        [["", pages.verdict_class("pytorch"), ""]], wrap=("note",))
+    assert '<th class="text">run</th><th class="num">ratio</th>' in table
+    assert '<td class="num verdict pytorch">0.5</td>' in table
+    assert '<td class="text wrap"><a href="x.html#r">&lt;i&gt;</a></td>' in table
+    assert pages.verdict_class(None) == "verdict unclear"

@@ -1,13 +1,13 @@
-"""Plain HTML pages the Snakemake report shows: the statistics and the environment of a run.
+"""Plain HTML pages: the statistics and the environment of a run (the Snakemake report shows
+them), and the pieces the published site (store/site.py) builds its pages from.
 
 Self-contained (no script, no external style sheet): the report embeds each page as it is.
 """
 import html
 import math
 import platform
+import re
 from importlib import metadata
-
-import pandas as pd
 
 from duel.cell import locks
 
@@ -26,10 +26,12 @@ td.verdict.unclear { background: #eeeeee; }
 pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 """
 HOST_PACKAGES = ("snakemake", "pandas", "numpy", "pyarrow", "openpyxl", "matplotlib")
+FAVOURS = {"PyTorch faster": "pytorch", "TensorFlow faster": "tensorflow"}  # a point's verdict
+NUMBER = re.compile(r"^-?[0-9.][0-9.e+-]*$")  # a cell's text that is a number (right-aligned)
 
 
-def _cell(value):
-    """A table cell's text: numbers with 4 significant digits (ratios) or as they are."""
+def escape(value):
+    """A value as HTML text: floats with 4 significant digits (ratios), missing values empty."""
     if value is None:
         return ""
     if isinstance(value, float):
@@ -39,66 +41,79 @@ def _cell(value):
             return ""
     except TypeError:
         return ""
-    return str(value)
+    return html.escape(str(value))
 
 
-def table(frame, name, row_class=None):
-    """``frame`` as an HTML table, by pandas' Styler: text left-aligned, numbers right-aligned
-    with 4 significant digits, missing values empty, everything escaped; ``row_class(row)`` is a
-    class given to every cell of its row (the verdict colours). ``name`` keeps the table's
-    style apart from the other tables of its page."""
-    frame = frame.reset_index(drop=True)
-    text_columns = [column for column in frame.columns if frame[column].dtype.kind not in "if"]
-    classes = pd.DataFrame(
-        [[" ".join(word for word in (
-            "verdict" if column == "verdict" else "",
-            "text" if column in text_columns else "num",
-            row_class(row) if row_class else "") if word)
-          for column in frame.columns]
-         for _, row in frame.iterrows()],
-        index=frame.index, columns=frame.columns)
-    styler = (frame.style.hide(axis="index").format(_cell, escape="html")
-              .format_index(escape="html", axis=1).set_td_classes(classes).set_uuid(name)
-              .set_table_styles({column: [{"selector": "th", "props": "text-align: left"}]
-                                 for column in text_columns}, overwrite=False))
-    return styler.to_html()
+def link(href, text):
+    return '<a href="%s">%s</a>' % (escape(href), escape(text))
+
+
+def image(src, alt):
+    """An image as a paragraph of its own."""
+    return '<p><img src="%s" alt="%s"></p>' % (escape(src), escape(alt))
+
+
+def table(header, rows, classes=None, wrap=(), numeric=None):
+    """A table of cells given as HTML already (``escape`` them): numbers right, text left, as
+    ``numeric`` says per column or else by each cell's text; ``classes`` per row and cell;
+    ``wrap``: the columns that break their lines where a page keeps the others whole."""
+    def align(column, cell):
+        number = numeric[column] if numeric is not None else bool(NUMBER.match(cell or ""))
+        return "num" if number else "text"
+    first = rows[0] if rows else [""] * len(header)
+    out = ["<table><tr>%s</tr>" % "".join(
+        '<th class="%s">%s</th>' % (align(column, cell), escape(name))
+        for column, (name, cell) in enumerate(zip(header, first)))]
+    for index, row in enumerate(rows):
+        extra = classes[index] if classes else [""] * len(row)
+        cells = []
+        for column, (name, cell, css) in enumerate(zip(header, row, extra)):
+            words = [align(column, cell), "wrap" if name in wrap else "", css]
+            cells.append('<td class="%s">%s</td>' % (" ".join(w for w in words if w), cell))
+        out.append("<tr>%s</tr>" % "".join(cells))
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def frame_table(frame, classes=None):
+    """``frame`` as a table, aligned by dtype (an object column of numbers stays text)."""
+    return table(list(frame.columns),
+                 [[escape(value) for value in row] for row in frame.itertuples(index=False)],
+                 classes, numeric=[dtype.kind in "if" for dtype in frame.dtypes])
+
+
+def verdict_class(winner):
+    """The classes colouring a verdict's cell (STYLE): ``winner`` the framework clearly faster
+    (pairs.FRAMEWORKS), None: grey."""
+    return "verdict %s" % (winner or "unclear")
 
 
 def page(title, body, style=STYLE, nav=""):
     """A whole page: ``title``, then ``body`` (HTML); ``nav``: links above the title."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>"
             "<style>%s</style></head><body>%s<h1>%s</h1>\n%s\n</body></html>\n"
-            % (html.escape(title), style, "<nav>%s</nav>" % nav if nav else "",
-               html.escape(title), body))
-
-
-def _verdict_class(row):
-    verdict = str(row["verdict"])
-    if verdict == "PyTorch faster":
-        return "pytorch"
-    if verdict == "TensorFlow faster":
-        return "tensorflow"
-    return "unclear"
+            % (escape(title), style, "<nav>%s</nav>" % nav if nav else "", escape(title), body))
 
 
 def statistics_page(ratios, pairs, headline, noise=None, min_effect=statistics.MIN_EFFECT):
     """Who is faster where and how sure: counts per pair of modes, the 2019 headline, every
-    point, and how much each point's processes differed."""
+    point (its verdict coloured), and how much each point's processes differed."""
+    coloured = [[verdict_class(FAVOURS.get(verdict)) if column == "verdict" else ""
+                 for column in ratios.columns] for verdict in ratios["verdict"]]
     body = [
-        "<p>%s</p>" % html.escape(statistics.method_text(min_effect)),
+        "<p>%s</p>" % escape(statistics.method_text(min_effect)),
         "<h2>At a glance: clear wins per pair of modes</h2>",
         "<p>geomean_ratio: geometric mean of the compared points' ratios; replicates: the "
         "processes per point each verdict rests on (the fewest of the pair).</p>",
-        table(pairs, "pairs"),
+        frame_table(pairs),
         "<h2>The 2019 headline: mean over models per framework and device</h2>",
         "<p>mean_s is the 2019 aggregation (mean of every point that ran, seconds per call); "
         "median_s its robust counterpart; the published rows were measured on other hardware, so "
         "compare ratios and rankings, not seconds.</p>",
-        table(headline[["source", "hardware", "era", "device", "framework", "mode", "task",
-                        "method", "mean_s", "median_s", "ok_points", "points", "models"]],
-              "headline"),
+        frame_table(headline[["source", "hardware", "era", "device", "framework", "mode", "task",
+                              "method", "mean_s", "median_s", "ok_points", "points", "models"]]),
         "<h2>Every paired point</h2>",
-        table(ratios, "ratios", _verdict_class),
+        frame_table(ratios, coloured),
     ]
     if noise is not None and len(noise) and noise["replicates"].max() >= 2:
         body += [
@@ -106,7 +121,7 @@ def statistics_page(ratios, pairs, headline, noise=None, min_effect=statistics.M
             "<p>Each point's replicate figures (ms), the slowest over the fastest "
             "(replicate_spread) and their coefficient of variation; noisy: spread above "
             "%d%%.</p>" % round(100 * (statistics.NOISY_SPREAD - 1)),
-            table(noise, "noise"),
+            frame_table(noise),
         ]
     return page("PyTorch vs TensorFlow: how sure is each difference", "\n".join(body))
 
@@ -128,21 +143,18 @@ def environment_page(frame, lock_files, manifests=()):
     them), and the host software that made the report."""
     columns = summary.CELL_KEYS + summary.ENVIRONMENT
     cells = frame[columns].drop_duplicates(subset=summary.CELL_KEYS)
-    body = ["<h2>Each cell</h2>", table(cells.astype(object), "cells")]
+    body = ["<h2>Each cell</h2>", frame_table(cells.astype(object))]
     body += ["<h2>Software stacks</h2>", "<p>Cells with the same installed set ran on the same "
              "software; lock_match: that set is exactly its lock file's.</p>",
-             table(summary.stacks(frame).astype(object), "stacks")]
+             frame_table(summary.stacks(frame).astype(object))]
     if manifests:
         body.append("<h2>Run manifests (what each invocation ran, to rebuild it)</h2><ul>%s</ul>"
-                    % "".join('<li><a href="%s">%s</a></li>' % (html.escape(path),
-                                                                html.escape(path))
-                              for path in manifests))
+                    % "".join("<li>%s</li>" % link(path, path) for path in manifests))
     for era, path in lock_files:
         pins = locks.set_text(locks.read_pins(path))  # the pins; the file adds their hashes
         body.append("<h2>Era %s: pinned packages (%s, SHA-256 %s)</h2>" % (
-            html.escape(era), html.escape(path), locks.lock_sha256(path)))
-        body.append("<pre>%s</pre>" % html.escape(pins))
+            escape(era), escape(path), locks.lock_sha256(path)))
+        body.append("<pre>%s</pre>" % escape(pins))
     body.append("<h2>Host software that merged the run and made this report</h2>")
-    body.append("<pre>%s</pre>" % html.escape(
-        "\n".join("%s %s" % pair for pair in host_versions())))
+    body.append("<pre>%s</pre>" % escape("\n".join("%s %s" % pair for pair in host_versions())))
     return page("Environment of every number", "\n".join(body))

@@ -27,7 +27,6 @@ and every page says how many that is. The trend charts and tables cover every ru
 store's per-run figures (questions.history).
 """
 import datetime
-import html
 import multiprocessing
 import os
 import re
@@ -48,6 +47,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from duel.cell import contract, files  # noqa: E402
 
 from duel.host.render import pages, plots  # noqa: E402
+from duel.host.render.pages import escape, link, table  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
 from duel.host.tables import replicates, scopes, summary  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
@@ -70,8 +70,6 @@ SAME_RUN = ["eras", "devices", "git_commit", "lock_sha256"]  # runs alike but fo
 STYLE = pages.STYLE + """
 a { color: #1f4e9a; }
 nav a { margin-right: 1em; }
-td.pytorch { background: #cfe0f5; }
-td.tensorflow { background: #f8d3c4; }
 img { max-width: 100%; border: 1px solid #ddd; }
 p.note { color: #555; }
 td { white-space: nowrap; }
@@ -81,45 +79,10 @@ UNNAMED = "unnamed-machine"  # a run that recorded neither a machine nor a hostn
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _e(value):
-    """A value as escaped HTML text; missing values empty."""
-    if value is None or (not isinstance(value, (list, tuple)) and pd.isna(value)):
-        return ""
-    if isinstance(value, float):
-        return "%.4g" % value
-    return html.escape(str(value))
-
-
-def _link(href, text):
-    return '<a href="%s">%s</a>' % (html.escape(href, quote=True), _e(text))
-
-
-def _table(header, rows, classes=None, wrap=()):
-    """An HTML table of cells given as HTML already (``_e`` them); ``classes`` per row and
-    cell; the columns named in ``wrap`` break their lines (the others do not)."""
-    first = rows[0] if rows else [""] * len(header)
-    out = ["<table><tr>%s</tr>" % "".join(
-        '<th class="%s">%s</th>' % ("num" if _numeric(cell) else "text", _e(name))
-        for name, cell in zip(header, first))]
-    for index, row in enumerate(rows):
-        extra = classes[index] if classes else [""] * len(row)
-        cells = []
-        for name, cell, css in zip(header, row, extra):
-            words = ["num" if _numeric(cell) else "text", "wrap" if name in wrap else "", css]
-            cells.append('<td class="%s">%s</td>' % (" ".join(w for w in words if w), cell))
-        out.append("<tr>%s</tr>" % "".join(cells))
-    out.append("</table>")
-    return "\n".join(out)
-
-
-def _numeric(cell):
-    return bool(re.match(r"^-?[0-9.][0-9.e+-]*$", cell or ""))
-
-
 def _page(title, body, depth=None):
     """A whole page: a link home (``depth`` folders below the index; None: the index), the
     title, ``body``."""
-    home = _link("../" * depth + "index.html", "All runs") if depth is not None else ""
+    home = link("../" * depth + "index.html", "All runs") if depth is not None else ""
     return pages.page(title, body, STYLE, home)
 
 
@@ -255,15 +218,15 @@ def _latest_table(series):
         ok = line[line["status"] == "ok"]
         last = ok.iloc[-1] if len(ok) else None
         first = ok.iloc[0] if len(ok) else None
-        rows.append([_e("%dx%d" % key[:2]), _e(scopes.series_label(*key[2:])),
-                     _e(None if last is None else last["figure_ms"]),
-                     _e(None if last is None else last["low_ms"]),
-                     _e(None if last is None else last["high_ms"]),
-                     _e(None if first is None else first["figure_ms"]),
-                     _e(int(len(ok))), _e(int(len(line) - len(ok))),
-                     _e(_when(last["started_at"]) if last is not None else None)])
-    return _table(["point", "framework mode", "latest ms", "low", "high", "first ms", "runs",
-                   "failed runs", "latest run"], rows)
+        rows.append([escape("%dx%d" % key[:2]), escape(scopes.series_label(*key[2:])),
+                     escape(None if last is None else last["figure_ms"]),
+                     escape(None if last is None else last["low_ms"]),
+                     escape(None if last is None else last["high_ms"]),
+                     escape(None if first is None else first["figure_ms"]),
+                     escape(int(len(ok))), escape(int(len(line) - len(ok))),
+                     escape(_when(last["started_at"]) if last is not None else None)])
+    return table(["point", "framework mode", "latest ms", "low", "high", "first ms", "runs",
+                  "failed runs", "latest run"], rows)
 
 
 def model_pages(out, history):
@@ -282,21 +245,13 @@ def model_pages(out, history):
             with plt.rc_context(plots.STYLE):
                 figure = _trend_figure(series, model, machine, scope)
             _save(figure, os.path.join(out, "model", chart))
-            body.append("<h2>%s on %s</h2>" % (_e(_scope_label(scope)), _e(machine)))
-            body.append('<p><img src="%s" alt="%s"></p>'
-                        % (html.escape(chart, quote=True),
-                           _e("trend of %s on %s" % (model, machine))))
+            body.append("<h2>%s on %s</h2>" % (escape(_scope_label(scope)), escape(machine)))
+            body.append(pages.image(chart, "trend of %s on %s" % (model, machine)))
             body.append(_latest_table(series))
         page = os.path.join("model", "%s.html" % stem)
         _write(os.path.join(out, page), _page("%s over the runs" % model, "\n".join(body), 1))
         written[model] = page
     return written
-
-
-def _verdict_class(row):
-    """The colour of a run's geometric-mean ratio: the framework the judge finds clearly faster
-    (statistics.geomean_winner, at the min_effect the run was judged with); none where not."""
-    return statistics.geomean_winner(row, statistics.MIN_EFFECT) or ""
 
 
 def _verdict_figure(mine, by_run, scope):
@@ -346,12 +301,12 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
     by_run = runs.set_index("run_id")
     for scope in scopes_found:
         page = os.path.join("scope", "%s.html" % _name(*scope))
-        body = ["<p>%s</p>" % _e(statistics.method_text()),
+        body = ["<p>%s</p>" % escape(statistics.method_text()),
                 "<p>Per pair of modes, each run's geometric-mean PyTorch / TensorFlow ratio over "
                 "its compared points (&lt; 1: PyTorch faster; coloured where its interval over "
                 "processes makes it clear) and how many points each framework clearly wins; "
                 "open: compared points with no clear difference.</p>",
-                '<p class="note">%s</p>' % _e(judged)]
+                '<p class="note">%s</p>' % escape(judged)]
         mine = verdicts
         if len(verdicts):
             mine = verdicts[np.logical_and.reduce(
@@ -364,28 +319,27 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
             with plt.rc_context(plots.STYLE):
                 figure = _verdict_figure(mine, by_run, scope)
             _save(figure, os.path.join(out, "scope", chart))
-            body.append('<p><img src="%s" alt="%s"></p>' % (
-                html.escape(chart, quote=True), _e("verdicts over the runs in %s"
-                                                   % _scope_label(scope))))
+            body.append(pages.image(chart, "verdicts over the runs in %s" % _scope_label(scope)))
         for (mode_pt, mode_tf), pair in mine.groupby(["mode_pt", "mode_tf"], sort=True):
             pair = pair.assign(started_at=pair["run_id"].map(by_run["started_at"]))
             pair = pair.sort_values(["started_at", "run_id"], ascending=False)
             rows, classes = [], []
             for _, row in pair.iterrows():
                 run = by_run.loc[row["run_id"]]
-                rows.append([_e(run["when"]),
-                             '<span id="run-%s">%s</span>' % (_e(row["run_id"]),
-                                                             _e(row["run_id"])),
-                             _e(run["machine"]), _e(_short(run["git_commit"])),
-                             _e(row["geomean_ratio"]), _e(row["pytorch_clearly_faster"]),
-                             _e(row["tensorflow_clearly_faster"]), _e(row["not_clear"]),
-                             _e(row["compared"]), _e(row["points"]), _e(row["replicates"]),
-                             _e(row["interval"])])
-                classes.append([""] * 4 + [_verdict_class(row)] + [""] * 7)
-            body.append("<h2>PyTorch %s vs TensorFlow %s</h2>" % (_e(mode_pt), _e(mode_tf)))
-            body.append(_table(["started", "run", "machine", "commit", "geomean ratio",
-                                "PyTorch clearly faster", "TensorFlow clearly faster", "open",
-                                "compared", "points", "processes", "interval"], rows, classes))
+                rows.append([escape(run["when"]), '<span id="run-%s">%s</span>' % (
+                    escape(row["run_id"]), escape(row["run_id"])), escape(run["machine"]),
+                    escape(_short(run["git_commit"]))] + [escape(row[name]) for name in (
+                        "geomean_ratio", "pytorch_clearly_faster", "tensorflow_clearly_faster",
+                        "not_clear", "compared", "points", "replicates", "interval")])
+                # coloured where the judge finds the geometric mean clearly favours a framework
+                winner = statistics.geomean_winner(row, statistics.MIN_EFFECT)
+                classes.append([""] * 4 + [pages.verdict_class(winner) if winner else ""]
+                               + [""] * 7)
+            body.append("<h2>PyTorch %s vs TensorFlow %s</h2>"
+                        % (escape(mode_pt), escape(mode_tf)))
+            body.append(table(["started", "run", "machine", "commit", "geomean ratio",
+                               "PyTorch clearly faster", "TensorFlow clearly faster", "open",
+                               "compared", "points", "processes", "interval"], rows, classes))
         _write(os.path.join(out, page), _page("Verdicts in %s" % _scope_label(scope),
                                               "\n".join(body), 1))
         written[scope] = page
@@ -419,10 +373,10 @@ def machines_page(out, groups, history):
         run_of = dict(zip(group["machine"], group["run_id"]))
         first = group.iloc[0]
         body.append("<h2>Eras %s, devices %s, commit %s</h2>" % (
-            _e(first["eras"]), _e(first["devices"]),
-            _e(_short(first["git_commit"]) or "not recorded")))
+            escape(first["eras"]), escape(first["devices"]),
+            escape(_short(first["git_commit"]) or "not recorded")))
         body.append("<p>%s</p>" % ", ".join("%s: run %s (%s)" % (
-            _e(machine), _e(run_of[machine]), _e(_when(started)))
+            escape(machine), escape(run_of[machine]), escape(_when(started)))
             for machine, started in zip(group["machine"], group["started_at"])))
         rows = history[history["run_id"].isin(group["run_id"])]
         for scope, scoped in rows.groupby(scopes.SCOPE, sort=True):
@@ -430,8 +384,8 @@ def machines_page(out, groups, history):
             lines = []
             for key, point in scoped.groupby(index, sort=True):
                 by_machine = dict(zip(point["machine"], point.to_dict("records")))
-                cells = [_e(key[0]), _e(scopes.series_label(key[1], key[2])),
-                         _e("%dx%d" % key[3:])]
+                cells = [escape(key[0]), escape(scopes.series_label(key[1], key[2])),
+                         escape("%dx%d" % key[3:])]
                 figures = []
                 for machine in machines:
                     row = by_machine.get(machine)
@@ -440,19 +394,19 @@ def machines_page(out, groups, history):
                     if row is None:
                         cells.append("")
                     elif not ok:
-                        cells.append(_e(row["status"]))
+                        cells.append(escape(row["status"]))
                     elif pd.isna(row["low_ms"]):
-                        cells.append(_e(row["figure_ms"]))
+                        cells.append(escape(row["figure_ms"]))
                     else:
-                        cells.append("%s [%s, %s]" % (_e(row["figure_ms"]), _e(row["low_ms"]),
-                                                      _e(row["high_ms"])))
-                cells += [_e(None if figure is None or figures[0] is None
-                             else figure / figures[0]) for figure in figures[1:]]
+                        cells.append("%s [%s, %s]" % tuple(
+                            escape(row[name]) for name in ("figure_ms", "low_ms", "high_ms")))
+                cells += [escape(None if figure is None or figures[0] is None
+                                 else figure / figures[0]) for figure in figures[1:]]
                 lines.append(cells)
-            body.append("<h3>%s</h3>" % _e(_scope_label(scope)))
-            body.append(_table(["model", "framework mode", "point"] + machines
-                               + ["%s / %s" % (machine, machines[0]) for machine in machines[1:]],
-                               lines))
+            body.append("<h3>%s</h3>" % escape(_scope_label(scope)))
+            body.append(table(["model", "framework mode", "point"] + machines
+                              + ["%s / %s" % (machine, machines[0]) for machine in machines[1:]],
+                              lines))
     _write(os.path.join(out, "machines.html"),
            _page("The same runs on different machines", "\n".join(body), 0))
     return "machines.html"
@@ -461,13 +415,13 @@ def machines_page(out, groups, history):
 def index_page(out, runs, scope_links, model_links, machines_link, judged, verdicts, failed):
     """index.html: every run, newest first, and links to every other page."""
     nav = ["<h2>Pages</h2>", "<p>Verdicts per scope: %s</p>" % (", ".join(
-        _link(page, _scope_label(scope)) for scope, page in sorted(scope_links.items()))
+        link(page, _scope_label(scope)) for scope, page in sorted(scope_links.items()))
         or "none"),
            "<p>Trends per model: %s</p>" % (", ".join(
-               _link(page, model) for model, page in sorted(model_links.items())) or "none")]
+               link(page, model) for model, page in sorted(model_links.items())) or "none")]
     if machines_link:
         nav.append("<p>%s: the latest run of each machine side by side.</p>"
-                   % _link(machines_link, "Machines"))
+                   % link(machines_link, "Machines"))
     judged_runs = set(verdicts["run_id"]) if len(verdicts) else set()
     rows = []
     for _, run in runs.iloc[::-1].iterrows():
@@ -475,24 +429,25 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
         if run["run_id"] in judged_runs:
             mine = verdicts[verdicts["run_id"] == run["run_id"]]
             found = sorted(set(map(tuple, mine[scopes.SCOPE].to_numpy())))
-            links = "<br>".join(_link("%s#run-%s" % (scope_links[scope], run["run_id"]),
-                                      _scope_label(scope))
-                             for scope in found if scope in scope_links)
+            links = "<br>".join(link("%s#run-%s" % (scope_links[scope], run["run_id"]),
+                                     _scope_label(scope))
+                                for scope in found if scope in scope_links)
         elif run["run_id"] in failed:
-            links = _e("no verdict: %s" % failed[run["run_id"]])
-        rows.append([_e(run["when"]), _e(run["run_id"]), _e(run["machine"]),
-                     _e(run["eras"]), _e(run["devices"]), _e(_short(run["git_commit"])),
-                     _e(run["points"]), _e(run["processes"]), _e(run["status"]),
-                     _e(run["headline"]), links])
+            links = escape("no verdict: %s" % failed[run["run_id"]])
+        rows.append([escape(value) for value in (
+            run["when"], run["run_id"], run["machine"], run["eras"], run["devices"],
+            _short(run["git_commit"]), run["points"], run["processes"], run["status"],
+            run["headline"])] + [links])
     body = nav + ["<h2>Runs, newest first</h2>",
                   "<p>headline: per pair of modes, the geometric-mean PyTorch / TensorFlow "
                   "ratio (&lt; 1: PyTorch faster) and the points each framework clearly wins "
                   "(PT, TF) or neither (open), as recorded when the run was added.</p>",
-                  '<p class="note">%s Published %s.</p>' % (_e(judged), _e(datetime.datetime.now(
-                      datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))),
-                  _table(["started", "run", "machine", "eras", "devices", "commit", "points",
-                          "processes", "status", "headline", "verdicts"], rows,
-                         wrap=("headline", "verdicts"))]
+                  '<p class="note">%s Published %s.</p>' % (escape(judged), escape(
+                      datetime.datetime.now(datetime.timezone.utc).strftime(
+                          "%Y-%m-%d %H:%M UTC"))),
+                  table(["started", "run", "machine", "eras", "devices", "commit", "points",
+                         "processes", "status", "headline", "verdicts"], rows,
+                        wrap=("headline", "verdicts"))]
     _write(os.path.join(out, "index.html"),
            _page("Duel: PyTorch vs TensorFlow, %d run%s" % (len(runs), "" if len(runs) == 1
                                                               else "s"), "\n".join(body)))

@@ -1,6 +1,7 @@
 """The README's commands work as written: every command of its shell blocks is run here, planned
-here, or named with what it needs that this machine lacks. Its tables and its Layout name what
-exists: each fault's test, each folder and each package of the code.
+here, or named with what it needs that this machine lacks. The documents it links name what
+exists: each fault's test (docs/faults.md), each folder and each package of the code (the Layout
+of CONTRIBUTING.md).
 
 They run literally, in a copy of the checkout whose default grid (config/config.yaml) is the tiny
 BERT, PyTorch eager, one point, quick timing: the README's own grid would take many minutes.
@@ -31,50 +32,50 @@ OUT_OF_REACH = {
 # what this test does with it, in the README's order.
 COMMANDS = {
     "bash scripts/setup.sh && .venv/bin/snakemake --cores all": RUN,
-    ".venv/bin/snakemake --report results/report.html": RUN,
     "bash scripts/setup.sh --tests && .venv/bin/python -m pytest tests":
         "this suite itself (.ci/run runs exactly this)",
+    # a dry run (-n), after the run above: it plans and runs nothing
+    ".venv/bin/snakemake --cores all -n": RUN,
+    ".venv/bin/snakemake --cores all --configfile config/demo.yaml": PLAN,
+    ".venv/bin/snakemake --report results/report.html": RUN,
     ".venv/bin/python -m pytest -m unit": COLLECT,
-    ".venv/bin/python -m pytest -m \"not era and not docker and not slurm\"": COLLECT,
-    ".venv/bin/python -m pytest -m \"era or docker or slurm\"": COLLECT,
+    ".venv/bin/python -m pytest -m \"not era and not docker and not slurm and not install\"":
+        COLLECT,
+    ".venv/bin/python -m pytest -m \"era or docker or slurm or install\"": COLLECT,
     ".venv/bin/snakemake --cores all --config 'models=[gpt2,roberta-base]' 'batch_sizes=[1,8]' "
     "'sequence_lengths=[128,512]' 'frameworks=[tensorflow]' 'modes={tensorflow: [function]}' "
     "'method=[duel,timeit]'": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/presets/quick.yaml": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/presets/rigorous.yaml": PLAN,
     # every workflow test runs Snakemake this way (conftest.snakemake): planned here
     "CHECKOUT/.venv/bin/snakemake -s CHECKOUT/Snakefile --directory OUT --configfile my.yaml "
     "--cores all": PLAN,
-    ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
-    ".venv/bin/snakemake --cores all --configfile config/demo.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/timeline.yaml": PLAN,
-    ".venv/bin/snakemake --cores all --configfile config/presets/quick.yaml": PLAN,
-    ".venv/bin/snakemake --cores all --configfile config/presets/rigorous.yaml": PLAN,
+    ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml --config "
     "'models=[bert-base-cased,gpt2]' 'batch_sizes=[1]' 'sequence_lengths=[8,128]'": PLAN,
-    ".venv/bin/duel image build current cpu": OUT_OF_REACH["docker"],
+    ".venv/bin/duel lock": "regenerates the locks (tests/test_locks.py runs it)",
+    ".venv/bin/duel lock --upgrade-package numpy":
+        "a deliberate upgrade of one pin (tests/test_locks.py runs the regeneration)",
+    ".venv/bin/duel lock -- --extra-index-url URL":
+        "a regeneration with another source (URL is the user's)",
     ".venv/bin/duel image build current cpu --local-base": OUT_OF_REACH["docker"],
     ".venv/bin/snakemake --cores all --config runner=docker": OUT_OF_REACH["docker"],
     ".venv/bin/duel image build current cpu --engine apptainer":
         OUT_OF_REACH["apptainer"],
     ".venv/bin/snakemake --cores all --config runner=apptainer --sdm apptainer "
     "--apptainer-args=\"--nv\"": OUT_OF_REACH["apptainer"],
-    ".venv/bin/snakemake --unlock --cores 1": RUN,
-    ".venv/bin/snakemake --cores all --rerun-incomplete": RUN,
     "bash scripts/setup.sh --slurm": OUT_OF_REACH["slurm"],
     ".venv-slurm/bin/snakemake --profile config/profiles/slurm --config cell_threads=16 "
     "--default-resources slurm_partition=NAME slurm_account=NAME": OUT_OF_REACH["slurm"],
-    ".venv/bin/duel lock": "regenerates the locks (tests/test_locks.py runs it)",
-    ".venv/bin/duel lock --upgrade-package numpy":
-        "a deliberate upgrade of one pin (tests/test_locks.py runs the regeneration)",
-    ".venv/bin/duel lock -- --extra-index-url URL":
-        "a regeneration with another source (URL is the user's)",
-    ".venv/bin/duel rebuild RUN --output NEW":
+    ".venv/bin/duel compare BASE NEW --output DIR":
+        "a comparison of two runs (tests/test_compare.py runs it on two tiny runs)",
+    ".venv/bin/duel rebuild RUN_DIR --output NEW":
         "a rebuild of a past run (tests/test_rebuild.py runs it on a tiny run)",
-    ".venv/bin/duel rebuild RUN --output NEW --models gpt2 --cells "
+    ".venv/bin/duel rebuild RUN_DIR --output NEW --models gpt2 --cells "
     "pytorch/eager": "a rebuild's subset (tests/test_rebuild.py checks the narrowing)",
-    ".venv/bin/duel rebuild RUN --output NEW --today-stack":
+    ".venv/bin/duel rebuild RUN_DIR --output NEW --today-stack":
         "a rebuild with today's locks (not run by the tests)",
-    ".venv/bin/duel image build hf2019 cpu --local-base --wheel-cache "
-    "~/.cache/duel-wheels/hf2019": OUT_OF_REACH["docker"],
     ".venv/bin/duel runs": RUN,
     ".venv/bin/duel history bert-base-cased/pytorch/eager/1x128 --machine lab-a": RUN,
     ".venv/bin/duel trend": RUN,
@@ -90,8 +91,8 @@ COMMANDS = {
         RUN,
     ".venv/bin/duel store sql \"SELECT run_id, model, median FROM points WHERE batch_size = 1\"":
         RUN,
-    ".venv/bin/duel compare BASE NEW --output DIR":
-        "a comparison of two runs (tests/test_compare.py runs it on two tiny runs)",
+    ".venv/bin/snakemake --unlock --cores 1": RUN,
+    ".venv/bin/snakemake --cores all --rerun-incomplete": RUN,
 }
 TINY_GRID = dict(QUICK, models=["tiny-bert-16pos"], frameworks=["pytorch"],
                  modes={"pytorch": ["eager"]}, batch_sizes=[1], sequence_lengths=[8])
@@ -252,8 +253,8 @@ def test_every_row_of_the_fault_table_names_a_test_that_exists():
         assert re.search(r"^def %s\(" % re.escape(name), source, flags=re.M), (fault, node)
 
 
-def layout_section(path=os.path.join(REPO, "README.md")):
-    """The text of the README's Layout section."""
+def layout_section(path=os.path.join(REPO, "CONTRIBUTING.md")):
+    """The text of the Layout section of CONTRIBUTING.md."""
     with open(path) as handle:
         return handle.read().split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
 

@@ -1,7 +1,7 @@
 """The conditions a cell's process times under, set the same way for both frameworks.
 
-Between-process noise is the largest noise on small machines (README, "Replicates"); these
-settings remove what can be removed and record the rest, in every shard:
+Between-process noise is the largest noise on small machines (docs/method.md, "Replicates and
+rounds"); these settings remove what can be removed and record the rest, in every shard:
 
 - Cores: the process is bound to a fixed set of ``threads`` CPUs (``cpu_affinity``), the first
   of those it may use, and OpenMP threads are bound to places on them (``OMP_PROC_BIND``,

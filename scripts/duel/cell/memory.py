@@ -1,6 +1,6 @@
 """Peak host memory of one point: the kernel's own high-water mark of this process's RSS.
 
-How it is measured (the README repeats this): Linux keeps the peak resident set size of a process
+How it is measured (docs/method.md in short): Linux keeps the peak resident set size of a process
 (``VmHWM`` in /proc/self/status), and writing ``5`` to /proc/self/clear_refs resets that peak to
 the current RSS (Linux >= 4.0). The probe resets it when a point starts and reads it when the point
 ends, so the figure is the true peak of the whole process during that point, warm-up and timing

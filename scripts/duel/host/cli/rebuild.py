@@ -5,31 +5,32 @@ import sys
 
 from duel.cell import environment
 from duel.host.cli import command, compare
+from duel.host.plan import layout
 from duel.host.provenance import rebuild
 
 DESCRIPTION = """Rebuild a past run from its manifest, then compare it with the original.
 
-RUN is a run folder (or its results/ folder) with manifests in results/runs/. Each invocation
-that wrote shards still in RUN is rebuilt at its recorded commit (plus its recorded diff) in a
-clone under DIR/rebuild/ (this checkout is never touched), with its recorded config and model
-files, its era environments built or reused from that commit's lock files (or with --today-stack
-this checkout's), into DIR. Then `duel compare RUN DIR` compares the two into DIR/comparison/.
-The first lines printed say whether code, software and hardware are the same, then the
-comparison's verdicts."""
+RUN_DIR is a run folder (or its results/ folder) with manifests in results/runs/. Each
+invocation that wrote shards still in RUN_DIR is rebuilt at its recorded commit (plus its
+recorded diff) in a clone under DIR/rebuild/ (this checkout is never touched), with its recorded
+config and model files, its era environments built or reused from that commit's lock files (or
+with --today-stack this checkout's), into DIR. Then `duel compare RUN_DIR DIR` compares the two
+into DIR/comparison/. The first lines printed say whether code, software and hardware are the
+same, then the comparison's verdicts."""
 
 
 def add(subparsers):
     parser = command.add(
         subparsers, "rebuild", DESCRIPTION,
-        {command.FINE: "the rebuild ran and no point is clearly slower than in RUN",
-         command.FINDING: "a point of the rebuild is clearly slower than in RUN",
-         command.BAD_INPUT: "bad input, or RUN cannot be rebuilt (no manifest, a commit or "
+        {command.FINE: "the rebuild ran and no point is clearly slower than in RUN_DIR",
+         command.FINDING: "a point of the rebuild is clearly slower than in RUN_DIR",
+         command.BAD_INPUT: "bad input, or RUN_DIR cannot be rebuilt (no manifest, a commit or "
                             "image missing): one line, before any job",
          command.FAILED: "the rebuild's workflow failed (its log is named)"},
         ["duel rebuild runs/old --output runs/old-again",
          "duel rebuild runs/old --output runs/old-again --models gpt2 --cells pytorch/eager",
          "duel rebuild runs/old --output runs/old-today --today-stack"])
-    parser.add_argument("run", metavar="RUN",
+    parser.add_argument("run", metavar="RUN_DIR",
                         help="the run folder to rebuild (or its results/ folder)")
     parser.add_argument("--output", metavar="DIR", required=True,
                         help="a new folder the rebuild runs in")
@@ -85,7 +86,7 @@ def run_part(args, index, path, record, cells):
         sys.stderr.write("\n".join(tail) + "\n")
         raise command.Failure("the rebuild's workflow failed (exit %d): see %s"
                               % (answer.returncode, log))
-    results = os.path.join(args.output, "results")
+    results = os.path.join(args.output, layout.RESULTS)
     # A rebuild resumed with nothing left to do starts no run: its earlier manifest stands.
     rebuilt = rebuild.newest_manifest(results, started) or rebuild.newest_manifest(results, "")
     if rebuilt is None:

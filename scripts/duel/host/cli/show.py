@@ -6,21 +6,25 @@ import pandas as pd
 
 from duel.cell import contract
 from duel.host.cli import command
+from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.render import outcome
 from duel.host.tables import replicates
 
 DESCRIPTION = """Print a finished run's end-of-run lines.
 
-How many points, how many failed, and the first failure messages. RUN_DIR is a run folder, its
-results/ folder or its summary.parquet."""
+The verdict per pair of modes (the points each framework clearly wins, the geometric-mean
+PyTorch/TensorFlow ratio with its interval, the largest clear differences); how many verdicts
+settling measured again; the points by status, with the first failure messages; the points
+measured again and those left disturbed; where the run's time went. RUN_DIR is a run folder,
+its results/ folder or its summary.parquet."""
 
 
 def add(subparsers):
     parser = command.add(
         subparsers, "show", DESCRIPTION,
         {command.FINE: "every point ok (or skipped)",
-         command.FINDING: "the run has failed points (status oom or error)",
+         command.FINDING: "the run has failed points (status error, oom, killed or timeout)",
          command.BAD_INPUT: "bad input, or the run cannot be read (no results/summary.parquet)"},
         ["duel show runs/today", "duel show runs/today --json"])
     parser.add_argument("run", nargs="?", default=".", metavar="RUN_DIR",
@@ -30,17 +34,10 @@ def add(subparsers):
     parser.set_defaults(func=run)
 
 
-def summary_of(run):
-    """The summary.parquet of a run folder, its results/ folder, or the file itself."""
-    for path in (os.path.join(run, "results", "summary.parquet"),
-                 os.path.join(run, "summary.parquet"), run):
-        if os.path.isfile(path) and os.path.basename(path) == "summary.parquet":
-            return path
-    raise command.Refusal("%s: no results/summary.parquet (not a finished run)" % run)
-
-
 def run(args):
-    path = summary_of(args.run)
+    path = layout.summary_file(args.run)
+    if path is None:
+        raise command.Refusal("%s: no results/summary.parquet (not a finished run)" % args.run)
     try:
         frame = pd.read_parquet(path)
     except Exception as error:  # pyarrow's and pandas' many ways to say "not a summary"

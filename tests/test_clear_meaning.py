@@ -80,8 +80,8 @@ def test_the_site_colours_a_runs_ratio_only_where_the_judge_finds_it_clear():
     from duel.host.store import site
     row = lambda ratio, low, high: pd.Series(dict(geomean_ratio=ratio, geomean_low=low,
                                                   geomean_high=high))
-    assert site._verdict_class(row(0.9, 0.85, 0.93)) == "pytorch"
-    assert site._verdict_class(row(1.2, 1.1, 1.3)) == "tensorflow"
-    assert site._verdict_class(row(0.9, 0.8, 1.02)) == ""  # below 1, but not clear
-    assert site._verdict_class(row(0.97, 0.96, 0.98)) == ""  # clear of 1, not of min_effect
-    assert site._verdict_class(row(0.5, None, None)) == ""  # one process: no interval
+    assert site.ratio_class(row(0.9, 0.85, 0.93)) == "verdict pytorch"
+    assert site.ratio_class(row(1.2, 1.1, 1.3)) == "verdict tensorflow"
+    assert site.ratio_class(row(0.9, 0.8, 1.02)) == ""  # below 1, but not clear
+    assert site.ratio_class(row(0.97, 0.96, 0.98)) == ""  # clear of 1, not of min_effect
+    assert site.ratio_class(row(0.5, None, None)) == ""  # one process: no interval

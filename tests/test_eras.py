@@ -54,7 +54,9 @@ def test_build_reuse_and_rebuild_of_a_real_environment(tmp_path):
     assert json.load(open(os.path.join(prefix, eras.MARKER))) == marker
     assert eras.stale_reason(prefix, str(lock)) is None  # reused as it is
 
-    lock.write_text(TINY_LOCK + "# changed\n")
+    lock.write_text(TINY_LOCK + "# a reworded comment\n")  # the same pins: the same env
+    assert eras.stale_reason(prefix, str(lock)) is None
+    lock.write_text(TINY_LOCK.replace("six==1.16.0", "six==1.17.0"))
     assert "another version" in eras.discard_if_stale(prefix, str(lock))
     assert not os.path.exists(os.path.join(prefix, eras.MARKER))  # so the rule rebuilds it
 

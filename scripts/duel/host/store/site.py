@@ -294,6 +294,13 @@ def _verdict_figure(mine, by_run, scope):
     return figure
 
 
+def ratio_class(row):
+    """A run's geometric-mean cell: coloured only where the judge finds that it clearly favours
+    a framework (not where the ratio is merely below or above 1)."""
+    winner = statistics.geomean_winner(row, statistics.MIN_EFFECT)
+    return pages.verdict_class(winner) if winner else ""
+
+
 def scope_pages(out, runs, verdicts, scopes_found, judged):
     """A page per scope: per pair of modes, each judged run's verdict, newest first; returns
     {scope values: its page}."""
@@ -331,10 +338,7 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
                     escape(_short(run["git_commit"]))] + [escape(row[name]) for name in (
                         "geomean_ratio", "pytorch_clearly_faster", "tensorflow_clearly_faster",
                         "not_clear", "compared", "points", "replicates", "interval")])
-                # coloured where the judge finds the geometric mean clearly favours a framework
-                winner = statistics.geomean_winner(row, statistics.MIN_EFFECT)
-                classes.append([""] * 4 + [pages.verdict_class(winner) if winner else ""]
-                               + [""] * 7)
+                classes.append([""] * 4 + [ratio_class(row)] + [""] * 7)
             body.append("<h2>PyTorch %s vs TensorFlow %s</h2>"
                         % (escape(mode_pt), escape(mode_tf)))
             body.append(table(["started", "run", "machine", "commit", "geomean ratio",

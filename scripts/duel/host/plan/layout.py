@@ -54,8 +54,7 @@ def log(*parts):
 
 def reference(era, model, weights, results=RESULTS):
     """The manifest of a model's reference outputs (``weights``: reference or training)."""
-    return REFERENCE_PATTERN.replace(RESULTS, results, 1).format(
-        era=era, model=model, weights=weights)
+    return at(REFERENCES, era, model, weights + ".json", results=results)
 
 
 def results_folder(path):

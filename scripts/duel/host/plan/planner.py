@@ -7,6 +7,7 @@ and every image it will need. Every refusal names the key and the bad value, and
 Snakemake plans, before any job starts.
 """
 import collections
+import functools
 import json
 import os
 import shutil
@@ -26,11 +27,16 @@ SCHEMA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "config
                       "config.schema.yaml")
 
 
-def schema_default(key):
-    """A config key's default as the schema gives it: a config that skipped validation (a
-    caller's own dict) plans as a validated one would."""
+@functools.lru_cache(maxsize=None)
+def _schema():
     with open(SCHEMA) as handle:
-        return yaml.safe_load(handle)["properties"][key]["default"]
+        return yaml.safe_load(handle)
+
+
+def processes_per_cell(config):
+    """Config ``replicates``, else the schema's default: a config that skipped validation (a
+    caller's own dict) plans as a validated one would."""
+    return config.get("replicates", _schema()["properties"]["replicates"]["default"])
 
 
 class PlanError(ValueError):
@@ -350,7 +356,7 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
     check_plan_size(count_plan(config), config.get("max_jobs", DEFAULT_MAX_JOBS))
     return [
         Cell(era, device, framework, mode, precision, task, model, replicate)
-        for replicate in range(1, config.get("replicates", schema_default("replicates")) + 1)
+        for replicate in range(1, processes_per_cell(config) + 1)
         for era in config["eras"]
         for device in config["devices"]
         for framework in config["frameworks"]
@@ -403,7 +409,7 @@ def lacking_rows(config, checkout):
 def max_replicates(config):
     """The most processes a cell's point may get: config max_replicates, never fewer than
     replicates (then no point gets more)."""
-    replicates = config.get("replicates", schema_default("replicates"))
+    replicates = processes_per_cell(config)
     return max(replicates, config.get("max_replicates") or replicates)
 
 

@@ -159,6 +159,84 @@ def test_an_old_shard_without_replicate_merges_as_replicate_one(tmp_path):
     assert point["replicates"] == 1 and point["median"] == row["median"]
 
 
+# --- Processes on different machines are never pooled into a verdict ----------------------
+
+def machine_rows(pytorch, tensorflow, device="cpu"):
+    """Three processes a side, PyTorch twice TensorFlow's time (clear wherever they ran), each
+    process on the machine named (``cpu_model`` on cpu, ``device_name`` on cuda)."""
+    column = "cpu_model" if device == "cpu" else "device_name"
+    return [point_row(framework, replicate, median, device=device, **{column: name})
+            for framework, median, names in (("pytorch", 20.0, pytorch),
+                                             ("tensorflow", 10.0, tensorflow))
+            for replicate, name in enumerate(names, 1)]
+
+
+def judged(frame):
+    """The point's PyTorch/TensorFlow row, and its pair's summary row."""
+    points = summary.with_reported(frame)
+    ratios = statistics.point_ratios(points)
+    assert len(ratios) == 1
+    return ratios.iloc[0], statistics.pair_summary(ratios, points).iloc[0]
+
+
+def assert_not_judged(row, pair, frame):
+    """Unjudged: the ratio stands, no interval, no clear word, counted nowhere as a verdict."""
+    points = replicates.point_table(frame).set_index("framework")
+    assert row["ratio"] == points.loc["pytorch", "median"] / points.loc["tensorflow", "median"]
+    assert pd.isna(row["ci_low"]) and pd.isna(row["ci_high"]) and pd.isna(row["clear"])
+    assert (pair["compared"], pair["pytorch_clearly_faster"], pair["tensorflow_clearly_faster"],
+            pair["not_clear"]) == (1, 0, 0, 0)
+    assert pair["geomean_low"] is None and pair["geomean_high"] is None
+    assert statistics.geomean_winner(pair, statistics.MIN_EFFECT) is None
+
+
+@pytest.mark.unit
+def test_a_point_whose_processes_ran_on_two_cpu_models_is_not_judged(tmp_path):
+    frame = merged(tmp_path, machine_rows(["CPU A", "CPU A", "CPU B"], ["CPU A"] * 3))
+    points = replicates.point_table(frame).set_index("framework")
+    assert points.loc["pytorch", "machines"] == 2 and points.loc["tensorflow", "machines"] == 1
+    row, pair = judged(frame)
+    assert row["verdict"] == "not judged: PyTorch's processes ran on 2 CPU models"
+    assert_not_judged(row, pair, frame)
+
+
+@pytest.mark.unit
+def test_a_pair_whose_sides_ran_on_two_cpu_models_is_not_judged(tmp_path):
+    frame = merged(tmp_path, machine_rows(["CPU A"] * 3, ["CPU B"] * 3))
+    assert list(replicates.point_table(frame)["machines"]) == [1, 1]
+    row, pair = judged(frame)
+    assert row["verdict"] == "not judged: PyTorch ran on CPU A, TensorFlow on CPU B"
+    assert_not_judged(row, pair, frame)
+
+
+@pytest.mark.unit
+def test_a_pair_on_one_cpu_model_is_judged_as_without_the_machine(tmp_path):
+    frame = merged(tmp_path, machine_rows(["CPU A"] * 3, ["CPU A"] * 3))
+    assert list(replicates.point_table(frame)["machines"]) == [1, 1]
+    row, pair = judged(frame)
+    figures = [statistics.replicate_figures(samples, "median") for samples in
+               replicates.point_table(frame)["replicate_samples"]]
+    assert (row["ci_low"], row["ci_high"]) == statistics.welch_ratio(*figures, row["ratio"])
+    assert row["verdict"] == "TensorFlow faster" and row["clear"] == "yes"
+    assert pair["tensorflow_clearly_faster"] == 1 and pair["geomean_low"] is not None
+    assert statistics.geomean_winner(pair, statistics.MIN_EFFECT) == "tensorflow"
+    unrecorded = frame.drop(columns=["cpu_model", "device_name"])  # a table without them
+    assert list(replicates.point_table(unrecorded)["machines"]) == [1, 1]
+    pd.testing.assert_frame_equal(statistics.point_ratios(unrecorded),
+                                  statistics.point_ratios(frame))
+
+
+@pytest.mark.unit
+def test_gpu_models_are_told_apart_by_name_and_an_unnamed_gpu_by_none(tmp_path):
+    mixed = merged(tmp_path, machine_rows(["A100", "H100", "H100"], ["H100"] * 3, "cuda"))
+    assert judged(mixed)[0]["verdict"] == "not judged: PyTorch's processes ran on 2 GPU models"
+    apart = merged(tmp_path, machine_rows(["A100"] * 3, ["H100"] * 3, "cuda"))
+    assert judged(apart)[0]["verdict"] == "not judged: PyTorch ran on A100, TensorFlow on H100"
+    # TensorFlow before 2.3 cannot name its GPU: that says nothing against PyTorch's name.
+    unnamed = merged(tmp_path, machine_rows(["H100"] * 3, [replicates.UNNAMED_GPU] * 3, "cuda"))
+    assert judged(unnamed)[0]["verdict"] == "TensorFlow faster"
+
+
 @pytest.mark.unit
 def test_shard_and_log_paths_follow_the_identity():
     cell = planner.Cell("current", "cpu", "pytorch", "eager", "fp32", "inference", "gpt2", 2)

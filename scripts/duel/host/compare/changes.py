@@ -402,11 +402,12 @@ def hardware(run):
     found = set()
     for _, row in run.frame.drop_duplicates(["device", "cpu_model", "device_name",
                                              "logical_cpus"]).iterrows():
+        name = _text(replicates.machine(row))
         if row["device"] == "cpu":
-            name = "%s (%s logical CPUs)" % (_text(row["cpu_model"]) or "unknown CPU",
+            name = "%s (%s logical CPUs)" % (name or "unknown CPU",
                                               _text(row["logical_cpus"]) or "?")
         else:
-            name = _text(row["device_name"]) or "unknown device"
+            name = name or "unknown device"
         found.add("%s: %s" % (row["device"], name))
     return found
 

@@ -60,12 +60,14 @@ MARKER = ".duel-site"  # in a folder publish wrote: the files it wrote, the only
 PARTIAL = ".duel-site-partial-"  # a site being written, inside the folder it goes to
 RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
                "lock_sha256", "points", "processes", "headline"]
-# The columns a run's verdict needs: its points' identity, status and samples (summary.py's
-# point table over these alone is the same for the verdict, and a fraction of the work).
+# The columns a run's verdict needs: its points' identity, status, samples and machine
+# (summary.py's point table over these alone is the same for the verdict, and a fraction of the
+# work).
 VERDICT_COLUMNS = list(dict.fromkeys(
     scopes.SCOPE + ["model", "framework", "mode", "batch_size", "seq_len", "replicate", "attempt",
                     "counted", "status", "message", "samples", "framework_version",
-                    "achieved_gflops"] + list(replicates.SAMPLE_STATISTICS)))
+                    "achieved_gflops"] + list(replicates.SAMPLE_STATISTICS)
+    + replicates.MACHINE_COLUMNS))
 SAME_RUN = ["eras", "devices", "git_commit", "lock_sha256"]  # runs alike but for the machine
 STYLE = pages.STYLE + """
 a { color: #1f4e9a; }

@@ -21,6 +21,8 @@ Per point:
   message of the first replicate that had it ("replicate 2: ..."). Peak memory is the largest
   of the replicates; the environment columns keep a single value when the replicates agree and
   list the distinct values ("; ") where they differ (e.g. different SLURM nodes).
+- ``machines``: how many machines (``machine``: CPU models, or GPU models) its processes ran
+  on; the judge (statistics.py) makes no interval over processes of more than one.
 """
 import numpy as np
 import pandas as pd
@@ -36,7 +38,11 @@ SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")
 # Lists of a row of its own (a process's samples and canary calibration): a point has none.
 PER_ROW_LISTS = ("samples", "canary_calibration_ms")
 ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spread",
-         "replicate_cv", "noisy"]
+         "replicate_cv", "noisy", "machines"]
+# The columns that say which machine a row ran on (machine).
+MACHINE_COLUMNS = ["device", "cpu_model", "device_name"]
+# The device_name TensorFlow's adapter writes where its version cannot name the GPU: no model.
+UNNAMED_GPU = "GPU 0"
 
 
 def counted(frame):
@@ -66,6 +72,22 @@ def _worst(group):
     if len(group) > 1 and (len(messages) > 1 or statuses.count(status) < len(statuses)):
         message = "replicate %s: %s" % (first["replicate"], message)
     return status, message
+
+
+def _known(value):
+    return None if value is None or pd.isna(value) else value
+
+
+def machine(row):
+    """The machine a row's timing depends on: its CPU model on device cpu, else the
+    accelerator's name, as recorded (missing where it was not). ``row``: a dict or a Series."""
+    return row.get("cpu_model") if _known(row.get("device")) == "cpu" else row.get("device_name")
+
+
+def _machines(group):
+    """How many machines a point's rows ran on (an unrecorded one counts as one)."""
+    present = [name for name in MACHINE_COLUMNS if name in group.columns]
+    return len(set(_known(machine(row)) for row in group[present].to_dict("records")))
 
 
 def _agreed(values):
@@ -120,6 +142,7 @@ def _point(group, columns):
     record = dict((name, None if name in PER_ROW_LISTS else _agreed(group[name]))
                   for name in columns)
     record["replicates"] = int(len(group))
+    record["machines"] = _machines(group)
     record.update(replicate_samples=None, replicate_figures=None, replicate_spread=None,
                   replicate_cv=None, noisy=None)
     status, message = _worst(group)

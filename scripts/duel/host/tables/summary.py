@@ -114,8 +114,7 @@ def read_summary(path):
 def hardware(group):
     """Where a group of rows ran: the CPU (and threads) or the accelerator."""
     first = group.iloc[0]
-    name = first["cpu_model"] if first["device"] == "cpu" else first["device_name"]
-    return "%s, %s threads" % (name, first["threads"])
+    return "%s, %s threads" % (replicates.machine(first), first["threads"])
 
 
 def reported_ms(row):

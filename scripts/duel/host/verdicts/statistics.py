@@ -20,6 +20,11 @@ difference is at least e (the decision rule of an interval against a region of p
 equivalence). The bootstrap's generator is seeded, so the same table gives the same
 intervals. A point with fewer than ``MIN_SAMPLES`` samples on a side gets no interval; its
 ratio is still reported.
+
+An interval between processes takes them as draws from one machine, so a pair is not judged (no
+interval, no verdict; its ratio is still reported) where a side's processes ran on more than one
+CPU (or GPU) model or the two sides on different ones: such processes differ by the machine, not
+only by the noise (machines_apart).
 """
 from collections import namedtuple
 
@@ -271,11 +276,45 @@ def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=
     return Judgement(ratio, low, high, clear, text)
 
 
+# The columns a pair needs to say where its sides ran (machines_apart).
+MACHINE_CARRY = ["machines", "cpu_model", "device_name"]
+
+
+def _told_apart(names):
+    """Whether two sides' machine names (replicates.machine) name two different models; a side
+    whose model was not recorded is not told apart from any."""
+    named = [name for name in names
+             if name is not None and not pd.isna(name) and name != replicates.UNNAMED_GPU]
+    return len(named) == 2 and named[0] != named[1]
+
+
+def machines_apart(row):
+    """Why a paired row (its MACHINE_CARRY columns per side) cannot be judged over processes,
+    in a phrase, or None: a side's processes ran on several machines, or the two sides on
+    different ones (an interval between processes assumes draws from one machine)."""
+    kind = "CPU models" if row["device"] == "cpu" else "GPU models"
+    names = [scopes.FRAMEWORK_NAMES[framework] for framework in pairs.FRAMEWORKS]
+    counts = [row["machines" + suffix] for suffix in pairs.FRAMEWORK_SUFFIXES]
+    mixed = ["%s's processes ran on %d %s" % (name, count, kind)
+             for name, count in zip(names, counts) if not pd.isna(count) and count > 1]
+    if mixed:
+        return ", ".join(mixed)
+    where = [replicates.machine({"device": row["device"], "cpu_model": row["cpu_model" + suffix],
+                                 "device_name": row["device_name" + suffix]})
+             for suffix in pairs.FRAMEWORK_SUFFIXES]
+    if _told_apart(where):
+        return "%s ran on %s, %s on %s" % (names[0], where[0], names[1], where[1])
+    return None
+
+
 def _judge(row, confidence, resamples, seed, min_effect):
     """The ratio, interval, clear flag and verdict of one paired point."""
     top, bottom = (pairs.side(row, suffix) for suffix in pairs.FRAMEWORK_SUFFIXES)
     judged = judge(top, bottom, row["statistic"], min_effect, "PyTorch faster",
                    "TensorFlow faster", confidence=confidence, resamples=resamples, seed=seed)
+    apart = machines_apart(row) if judged.verdict is not None else None
+    if apart:  # the ratio stands; an interval over processes of two machines would not
+        judged = Judgement(judged.ratio, None, None, None, "not judged: " + apart)
     record = judged._asdict()
     record["clear"] = CLEAR_WORDS[judged.clear]
     if judged.verdict is None:
@@ -299,6 +338,14 @@ def _disturbed(*reasons):
     return "; ".join(text) or None
 
 
+def _with_machines(points):
+    """A point table with MACHINE_CARRY, whatever wrote it: one unrecorded machine where a
+    column is missing (a point table made before ``machines``)."""
+    missing = dict((name, 1 if name == "machines" else None) for name in MACHINE_CARRY
+                   if name not in points.columns)
+    return points.assign(**missing) if missing else points
+
+
 def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
                  min_effect=MIN_EFFECT):
     """One row per paired point and pair of modes: both figures, ratio, interval, verdict.
@@ -306,14 +353,16 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     Columns (RATIO_COLUMNS): the pair's scope and modes, the point, ``statistic``, both
     figures, the replicates (processes) and samples behind each, ``ratio``, ``ci_low``,
     ``ci_high``, ``interval`` (between processes, or within one process only), ``min_effect``,
-    ``clear`` ('yes', 'no', or empty where no interval could be made), ``verdict`` and
+    ``clear`` ('yes', 'no', or empty where no interval could be made, or none may be made over
+    processes of several machines: machines_apart), ``verdict`` and
     ``disturbed`` (a side still disturbed after its last measurement: its figure counts, but it
     is weaker evidence).
     """
-    frame = scopes.prepared(frame)
+    frame = _with_machines(scopes.prepared(frame))
     if "disturbed" not in frame.columns:  # a table written before points were judged
         frame = frame.assign(disturbed=None)
-    merged = pairs.framework_ratios(frame, carry=pairs.JUDGED + ["replicates", "disturbed"])
+    merged = pairs.framework_ratios(frame, carry=pairs.JUDGED + ["replicates", "disturbed"]
+                                    + MACHINE_CARRY)
     if merged.empty:
         return pd.DataFrame(columns=RATIO_COLUMNS)
     merged["statistic"] = [contract.reported_statistic(method) for method in merged["method"]]
@@ -378,14 +427,19 @@ def pair_summary(ratios, points=None):
 
     ``geomean_ratio`` is the geometric mean of the compared points' ratios (< 1: PyTorch faster
     on the typical point); with the point table ``points``, ``geomean_low`` and
-    ``geomean_high`` are its interval over whole processes (geomean_interval).
+    ``geomean_high`` are its interval over whole processes (geomean_interval), none where a
+    point is not judged for its machines (machines_apart). ``not_clear`` counts the judged
+    points with no clear difference, never a point not judged.
     """
     intervals = {}
     if points is not None:
-        paired = pairs.framework_ratios(scopes.prepared(points), carry=["replicate_figures"])
+        paired = pairs.framework_ratios(_with_machines(scopes.prepared(points)),
+                                        carry=["replicate_figures"] + MACHINE_CARRY)
         if not paired.empty:
             paired = paired[(paired["status_pt"] == "ok") & (paired["status_tf"] == "ok")]
             for values, group in paired.groupby(pairs.PAIR, sort=False):
+                if any(machines_apart(row) for _, row in group.iterrows()):
+                    continue  # processes of several machines: no interval over them
                 statistic = contract.reported_statistic(group["method"].iloc[0])
                 intervals[values] = geomean_interval(group, statistic)
     rows = []

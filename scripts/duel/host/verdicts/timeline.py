@@ -18,7 +18,7 @@ import pandas as pd
 from duel.cell import contract
 
 from duel.host.stacks import eras
-from duel.host.tables import published_2019, scopes
+from duel.host.tables import published_2019, replicates, scopes
 from duel.host.verdicts import pairs, statistics
 
 KEYS = [key for key in scopes.SCOPE if key != "era"] + scopes.COMPARED + scopes.MODEL_INPUT
@@ -111,7 +111,7 @@ def claims(frame, min_effect, ratios=None):
     if ratios is None and len(table):
         ratios = statistics.point_ratios(frame, min_effect=min_effect)
     hardware_here = "; ".join(sorted(set(
-        "%s, %s threads" % (row["cpu_model"], row["threads"])
+        "%s, %s threads" % (replicates.machine(row), row["threads"])
         for _, row in table[table["device"] == "cpu"].iterrows()))) if len(table) else ""
     rows = []
     for claim in published_2019.CLAIMS:

@@ -153,9 +153,10 @@ COST_MARKERS = ("unit", "framework", "workflow", "era", "docker", "slurm", "inst
 # The suite runs in two pytest-xdist workers (pytest.ini). A worker takes a whole module at a time,
 # so a module's fixtures (a workflow run that several tests read) are made once; the modules that
 # share a machine-wide resource go to one worker as one unit, one after another: the private Docker
-# engine (one data root) and the one-node SLURM cluster are each started by one worker only.
+# engine (one data root) and the SLURM cluster (one bridge, fixed node names) are each started
+# by one worker only.
 SHARED_RESOURCES = {"docker": ("test_docker.py", "test_docker_hf2019.py"),
-                    "slurm": ("test_slurm.py",)}
+                    "slurm": ("test_slurm.py", "test_slurm_nodes.py")}
 UNIT_OF_MODULE = {module: resource for resource, modules in SHARED_RESOURCES.items()
                   for module in modules}
 # Costliest modules first, so the long ones do not start last and leave a worker idle at the end.
@@ -294,3 +295,52 @@ def image_built(engine, name, build_arguments, folder, timeout):
     found = docker("image", "inspect", "--format", "{{.Id}}", name)
     assert found.returncode == 0, found.stderr
     return name, found.stdout.strip()
+
+
+# The SLURM executor plugin's own environment (scripts/setup.sh --slurm builds it).
+SLURM_PYTHON = os.path.join(REPO, ".venv-slurm", "bin", "python")
+
+
+def installed_plugin_versions():
+    if not os.path.exists(SLURM_PYTHON):
+        return None
+    result = subprocess.run([SLURM_PYTHON, "-m", "pip", "freeze", "--local",
+                             "--disable-pip-version-check"], capture_output=True, text=True)
+    from duel.cell import locks
+    return sorted(locks.canonical(line.split("==")[0]) + "==" + line.split("==")[1]
+                  for line in result.stdout.split() if "slurm" in line)
+
+
+def ensure_slurm_venv():
+    """.venv-slurm with exactly envs/slurm.txt's pins."""
+    from duel.cell import locks
+    wanted = sorted("%s==%s" % pin for pin in
+                    locks.read_pins(os.path.join(REPO, "envs", "slurm.txt")).items())
+    if installed_plugin_versions() != wanted:
+        result = subprocess.run(["bash", os.path.join(REPO, "scripts", "setup.sh"), "--slurm"],
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert installed_plugin_versions() == wanted
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """The two-node SLURM cluster (tests/slurm_cluster.py), started once per session and shared
+    by the slurm modules; the tests fail (never skip) when SLURM cannot start."""
+    import time
+    from slurm_cluster import Cluster, ClusterError, install_packages
+    started = time.time()
+    try:
+        install_packages()
+    except ClusterError as error:
+        pytest.fail("SLURM cannot be installed: %s" % error)
+    ensure_slurm_venv()
+    cluster = Cluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except ClusterError as error:
+        cluster.stop()
+        pytest.fail("SLURM cannot start: %s" % error)
+    sys.stderr.write("\nSLURM ready in %.1f s (install, venv, daemons)\n" % (time.time() - started))
+    yield cluster
+    cluster.stop()

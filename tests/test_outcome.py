@@ -1,4 +1,6 @@
 """The lines a run prints at its end (render/outcome.py)."""
+import os
+
 import pandas as pd
 import pytest
 
@@ -46,3 +48,26 @@ def test_a_strict_run_is_refused_for_failed_points_and_for_points_left_disturbed
         "strict: 1 failed points and 1 still disturbed points, so this run exits with status 1")
     merged(rows[:2])  # the disturbed row was measured again, and its last one counts
     assert outcome.strict_refusal(str(tmp_path)) is None
+
+
+def test_a_cell_that_began_and_left_no_shard_is_named_with_where_it_ran(tmp_path, monkeypatch):
+    from duel.cell import environment
+    from duel.host.plan import layout
+
+    monkeypatch.chdir(tmp_path)
+    shards = [layout.SHARD_PATTERN.format(era="current", device="cpu", framework=framework,
+                                          mode="eager", precision="fp32", task="inference",
+                                          model="m", replicate=1)
+              for framework in ("pytorch", "tensorflow", "jax")]
+    said = {"pytorch": environment.RUNS_ON + "node n2 (SLURM job 7)\nstarted\n",
+            "tensorflow": environment.RUNS_ON + "host h\n", "jax": "Traceback\n"}
+    for shard, framework in zip(shards, ("pytorch", "tensorflow", "jax")):
+        os.makedirs(os.path.dirname(layout.cell_log(shard)))
+        with open(layout.cell_log(shard), "w") as handle:
+            handle.write(said[framework])
+    os.makedirs(os.path.dirname(shards[1]))
+    open(shards[1], "w").close()  # finished
+    assert outcome.unfinished_lines(shards) == [
+        "Duel: cell current/cpu/pytorch/eager/fp32/inference/m/r1 did not finish: it ran on node "
+        "n2 (SLURM job 7); its log: results/logs/cells/current/cpu/pytorch/eager/fp32/inference/"
+        "m/r1.log"]

@@ -1,4 +1,4 @@
-"""The workflow on a real one-node SLURM cluster, through the profile config/profiles/slurm.
+"""The workflow on the real SLURM cluster (tests/slurm_cluster.py), through config/profiles/slurm.
 
 One module-wide scenario (SLURM daemons and model runs are slow, so it runs once):
 1. a grid of the tiny BERT (PyTorch eager, TensorFlow eager) and a model whose build fails: the
@@ -21,12 +21,11 @@ import pytest
 
 import conftest
 from conftest import QUICK, REPO, TEST_MODELS, write_config
-from one_node_slurm import NODE, PARTITION, Cluster, ClusterError, install_packages
-from duel.cell import locks
+from conftest import SLURM_PYTHON
+from slurm_cluster import NODES, PARTITION, ClusterError
 
 pytestmark = pytest.mark.slurm
 
-SLURM_PYTHON = os.path.join(REPO, ".venv-slurm", "bin", "python")
 PROFILE = os.path.join(REPO, "config", "profiles", "slurm")
 TINY, BROKEN = "tiny-bert-16pos", "tiny-bert-bad-heads"
 CELLS = [("pytorch", "eager"), ("tensorflow", "eager")]
@@ -38,26 +37,6 @@ GRID = dict(frameworks=["pytorch", "tensorflow"], modes={"pytorch": ["eager"],
 SLURM_TEST_FLAGS = ["--slurm-status-command", "squeue", "--slurm-no-account",
                     "--slurm-init-seconds-before-status-checks", "2",
                     "--default-resources", "slurm_partition=" + PARTITION]
-
-
-def installed_plugin_versions():
-    if not os.path.exists(SLURM_PYTHON):
-        return None
-    result = subprocess.run([SLURM_PYTHON, "-m", "pip", "freeze", "--local",
-                             "--disable-pip-version-check"], capture_output=True, text=True)
-    return sorted(locks.canonical(line.split("==")[0]) + "==" + line.split("==")[1]
-                  for line in result.stdout.split() if "slurm" in line)
-
-
-def ensure_slurm_venv():
-    """.venv-slurm with exactly envs/slurm.txt's pins (scripts/setup.sh --slurm builds it)."""
-    wanted = sorted("%s==%s" % pin for pin in
-                    locks.read_pins(os.path.join(REPO, "envs", "slurm.txt")).items())
-    if installed_plugin_versions() != wanted:
-        result = subprocess.run(["bash", os.path.join(REPO, "scripts", "setup.sh"), "--slurm"],
-                                capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0, result.stderr[-3000:]
-    assert installed_plugin_versions() == wanted
 
 
 def shard_file(workdir, framework, mode, model=TINY):
@@ -104,7 +83,7 @@ def cancel_when_running(cluster, marker, cancelled):
                 jobs = cluster.squeue()
             except (ClusterError, subprocess.TimeoutExpired):  # a busy controller: ask again
                 jobs = []
-            for job_id, state, comment in jobs:
+            for job_id, state, comment, _ in jobs:
                 if marker in comment and state == "RUNNING":
                     time.sleep(2.0)  # let the cell get going: it is killed mid-run
                     subprocess.run(["scancel", job_id], env=cluster.env, timeout=30)
@@ -115,27 +94,8 @@ def cancel_when_running(cluster, marker, cancelled):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """The one-node cluster; the test fails (never skips) when SLURM cannot start."""
-    started = time.time()
-    try:
-        install_packages()
-    except ClusterError as error:
-        pytest.fail("SLURM cannot be installed: %s" % error)
-    ensure_slurm_venv()
-    cluster = Cluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        cluster.start()
-    except ClusterError as error:
-        cluster.stop()
-        pytest.fail("SLURM cannot start: %s" % error)
-    sys.stderr.write("\nSLURM ready in %.1f s (install, venv, daemons)\n" % (time.time() - started))
-    yield cluster
-    cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def runs(cluster, tmp_path_factory):
+def runs(slurm_cluster, tmp_path_factory):
+    cluster = slurm_cluster
     """The three runs of the module docstring, with their outputs and timings."""
     models = tmp_path_factory.mktemp("models")
     for name in (TINY, BROKEN):
@@ -236,7 +196,7 @@ def test_every_cell_ran_as_its_own_slurm_job_that_slurm_records_completed(runs):
         seen.append(job_id)
         assert jobs[job_id]["JobState"] == "COMPLETED" and jobs[job_id]["ExitCode"] == "0:0"
         for row in rows:
-            assert row["slurm_node"] == NODE and row["slurm_partition"] == PARTITION
+            assert row["slurm_node"] in NODES and row["slurm_partition"] == PARTITION
             assert row["slurm_cluster"] == "duel"
             # whole cores asked for = the threads the cell timed with
             assert row["slurm_cpus_per_task"] == row["threads"] == 1
@@ -269,12 +229,12 @@ PartitionName={partition} Nodes={node} Default=YES
 """
 
 
-def test_no_slurm_controller_is_one_line_before_any_job(cluster, tmp_path):
+def test_no_slurm_controller_is_one_line_before_any_job(slurm_cluster, tmp_path):
     """The profile pointed at a cluster whose controller does not answer: refused when the run
     starts, before any sbatch, with the controller's own word."""
-    from one_node_slurm import free_port
+    from slurm_cluster import free_port
     conf = tmp_path / "slurm.conf"
-    conf.write_text(NO_CONTROLLER.format(port=free_port(), node=NODE, partition=PARTITION))
+    conf.write_text(NO_CONTROLLER.format(port=free_port(), node=NODES[0], partition=PARTITION))
     config = write_config(tmp_path, models_dir=TEST_MODELS, models=[TINY], cell_threads=1, **GRID)
     env = dict(os.environ, SLURM_CONF=str(conf))
     code, log = run_snakemake(SLURM_PYTHON, tmp_path, ["--profile", PROFILE] + SLURM_TEST_FLAGS

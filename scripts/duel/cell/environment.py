@@ -150,6 +150,19 @@ def slurm_columns(environ=None):
     }
 
 
+# The first line of a cell's log: where it runs, read back by the run when the cell does not
+# finish (a lost node, a killed job).
+RUNS_ON = "run_cell: runs on "
+
+
+def where(environ=None):
+    """'node duel2 (SLURM job 7)' inside a SLURM job, else 'host <hostname>'."""
+    columns = slurm_columns(environ)
+    if columns["slurm_node"]:
+        return "node %s (SLURM job %s)" % (columns["slurm_node"], columns["slurm_job_id"])
+    return "host %s" % socket.gethostname()
+
+
 def host_columns(threads, runner, image, image_digest, config_sha256, seed, started_at):
     """Environment columns that do not depend on the framework."""
     columns = {

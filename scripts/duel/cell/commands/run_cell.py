@@ -244,8 +244,10 @@ def run_job(args, argv):
     processes have run or the run's budget of fresh processes is spent; a process that ends
     mid-sweep leaves its points and a row for the one it was running, and a fresh process
     measures the rest. Write every row to the shard."""
-    from duel.cell import attempts, journal, shard
+    from duel.cell import attempts, environment, journal, shard
 
+    sys.stderr.write(environment.RUNS_ON + environment.where() + "\n")
+    sys.stderr.flush()
     limits = job_limits(args)
     rows, points = [], args.points
     attempt = 0

@@ -47,6 +47,16 @@ REFERENCE_PATTERN = at(REFERENCES, "{era}", "{model}", "{weights}.json")
 ARTIFACT_PATTERN = at(ARTIFACTS, "{era}", "{device}", "{artifact}", "{model}")
 
 
+def cell_of(shard):
+    """A shard's cell as its paths name it: 'current/cpu/.../tiny-bert/r1'."""
+    return os.path.splitext(os.path.relpath(shard, at(SHARDS)))[0].replace(os.sep, "/")
+
+
+def cell_log(shard):
+    """The log of the cell whose shard is ``shard``."""
+    return "%s.log" % at(LOGS, "cells", cell_of(shard))
+
+
 def log(*parts):
     """A job's log file under results/logs/."""
     return at(LOGS, *parts)

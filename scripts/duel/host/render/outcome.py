@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from duel.cell import contract
+from duel.cell import contract, environment
 
 from duel.host.plan import layout
 from duel.host.tables import breakdown, replicates, scopes, summary
@@ -131,6 +131,22 @@ def lines_of_run(shards, results_dir=layout.RESULTS, run_s=None):
     times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
     return verdict_lines(results_dir) + settle_lines(frame, results_dir) + lines(frame) + \
         breakdown.lines(times, run_s)
+
+
+def unfinished_lines(shards):
+    """A line per cell of the run that began and left no shard, saying where it ran (the first
+    line of its log): a cell on a node that was lost, or a job that was killed."""
+    text = []
+    for shard in shards:
+        path = layout.cell_log(shard)
+        if os.path.exists(shard) or not os.path.exists(path):
+            continue
+        with open(path, errors="replace") as handle:
+            first = handle.readline().rstrip("\n")
+        if first.startswith(environment.RUNS_ON):
+            text.append("Duel: cell %s did not finish: it ran on %s; its log: %s"
+                        % (layout.cell_of(shard), first[len(environment.RUNS_ON):], path))
+    return text
 
 
 def _disturbed_note(count):

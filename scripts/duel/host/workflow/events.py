@@ -65,6 +65,9 @@ class Events:
     def error(self):
         self._record_end("error")
         self.store_runs()
+        if self.acts():
+            for line in outcome.unfinished_lines(self.jobs.shard_paths()):
+                sys.stderr.write(line + "\n")
 
     def _check_cluster(self):
         """A run that sends its jobs to SLURM needs a controller that answers."""

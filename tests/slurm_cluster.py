@@ -123,7 +123,7 @@ def _environ(pid):
         return []
 
 
-def _net_namespace(pid):
+def net_namespace(pid):
     try:
         return os.readlink("/proc/%d/ns/net" % pid)
     except OSError:
@@ -144,27 +144,34 @@ def _kill(pids):
 
 def processes_in(namespace, exclude=()):
     """The process ids in network namespace ``namespace`` (a /proc/PID/ns/net link)."""
-    return [pid for pid in _pids() if pid not in exclude and _net_namespace(pid) == namespace]
+    return [pid for pid in _pids() if pid not in exclude and net_namespace(pid) == namespace]
 
 
-def clear_leftovers():
+def links():
+    """The names of this namespace's network links."""
+    listing = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return [line.split(":")[1].strip().split("@")[0] for line in listing.splitlines()
+            if line.count(":") >= 2]
+
+
+def clear_leftovers(keep=None):
     """Kill what an earlier cluster left: its daemons and namespace holders (MARKER in their
-    environment), every process still in such a namespace (a job's), and its links."""
+    environment), every process still in such a namespace (a job's), and its links; a running
+    cluster ``keep`` and its links are spared."""
     marker = MARKER.encode() + b"="
+    spared = marker + keep.folder.encode() if keep else None
     mine = {os.getpid(), os.getppid()}
     left = [pid for pid in _pids() if pid not in mine
-            and any(entry.startswith(marker) for entry in _environ(pid))]
-    own = _net_namespace(os.getpid())
-    namespaces = {_net_namespace(pid) for pid in left} - {None, own}
+            and any(entry.startswith(marker) and entry != spared for entry in _environ(pid))]
+    own = net_namespace(os.getpid())
+    namespaces = {net_namespace(pid) for pid in left} - {None, own}
     doomed = set(left)
     for namespace in namespaces:
         doomed.update(processes_in(namespace, exclude=mine))
     _kill(sorted(doomed))
-    subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True)
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    for line in links.splitlines():
-        name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
-        if name.startswith(LINK % ""):
+    kept = {BRIDGE} | {LINK % name for name in keep.names} if keep else set()
+    for name in links():
+        if (name == BRIDGE or name.startswith(LINK % "")) and name not in kept:
             subprocess.run(["ip", "link", "delete", name], capture_output=True)
 
 
@@ -195,7 +202,7 @@ class Node:
 
     @property
     def namespace(self):
-        return _net_namespace(self.holder.pid)
+        return net_namespace(self.holder.pid)
 
     def enter(self):
         """The command prefix that runs a program on this node (its network and hostname)."""
@@ -236,8 +243,8 @@ class Cluster:
         memory = int(memory_mb() * 0.8) // len(self.names)
         with open(self.conf, "w") as handle:
             handle.write(SLURM_CONF.format(
-                host=socket.gethostname().split(".")[0], controller=self.controller, folder=self.folder,
-                partition=PARTITION, node_list=",".join(self.names),
+                host=socket.gethostname().split(".")[0], controller=self.controller,
+                folder=self.folder, partition=PARTITION, node_list=",".join(self.names),
                 nodes="\n".join(NODE_LINE.format(name=node.name, address=node.address,
                                                  memory=memory) for node in self.nodes.values()),
                 ctld_port=free_port(), slurmd_port=free_port()))
@@ -359,7 +366,7 @@ class Cluster:
                 ["unshare", "--net", "--uts", "--", sys.executable, "-c",
                  "import time\nwhile True: time.sleep(3600)"],
                 env=dict(os.environ, **{MARKER: self.folder}), stdin=subprocess.DEVNULL)
-            self._wait_for(lambda: node.namespace not in (None, _net_namespace(os.getpid())),
+            self._wait_for(lambda: node.namespace not in (None, net_namespace(os.getpid())),
                            10, "node %s's namespaces never came up" % name)
             self.nodes[name] = node
             outside, inside = LINK % name, LINK % name + "n"

@@ -25,7 +25,7 @@ import conftest
 from conftest import DUEL, QUICK, REPO, SLURM_PYTHON, TEST_MODELS, write_config
 from duel.cell import files
 from duel.host.store import archive, ingest
-from slurm_cluster import NODES, ClusterError
+from slurm_cluster import LINK, MARKER, NODES, ClusterError, clear_leftovers, links, net_namespace
 from test_slurm import PROFILE, SLURM_TEST_FLAGS, run_snakemake
 
 pytestmark = pytest.mark.slurm
@@ -257,3 +257,29 @@ def test_a_shard_whose_clock_is_behind_stays_with_the_run_whose_manifest_lists_i
     assert rows == [{"run_id": run_id}], rows
     assert not stored(scenario["store"], "SELECT run_id FROM runs WHERE run_id LIKE ?",
                       [ingest.UNRECORDED + "%"])
+
+
+def test_what_a_crashed_cluster_left_is_removed_at_the_next_start(slurm_cluster):
+    """A holder of a crashed cluster's namespaces, a job process still in them and a link of
+    its are gone after clear_leftovers (what Cluster.start calls first); the running cluster
+    stays up."""
+    ghost = subprocess.Popen(["unshare", "--net", "--uts", "--", sys.executable, "-c",
+                              "import time; time.sleep(600)"],
+                             env=dict(os.environ, **{MARKER: "/a/crashed/cluster"}))
+    deadline = time.time() + 10
+    while net_namespace(ghost.pid) == net_namespace(os.getpid()):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    job = subprocess.Popen(["nsenter", "--target", str(ghost.pid), "--net", "--", "sleep", "600"])
+    ghost_link = LINK % "ghost"
+    subprocess.run(["ip", "link", "add", ghost_link, "type", "veth", "peer", "name",
+                    ghost_link + "n"], check=True)
+    try:
+        clear_leftovers(keep=slurm_cluster)
+        assert ghost.wait(timeout=10) == -9 and job.wait(timeout=10) == -9
+        assert ghost_link not in links() and ghost_link + "n" not in links()
+        assert slurm_cluster.node_states() == dict((name, "idle") for name in NODES)
+    finally:
+        for process in (ghost, job):
+            process.kill()
+        subprocess.run(["ip", "link", "delete", ghost_link], capture_output=True)

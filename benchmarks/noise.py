@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Where the noise comes from: drift in time within a process, or differences between processes.
 
-The same workload (one model, one input, PyTorch eager by default, a bare timed loop) runs in
+The same workload (one model, one input, PyTorch or TensorFlow eager, a bare timed loop) runs in
 many fresh processes, in interleaved rounds of every variant of the measurement conditions, so
 a slow change of the machine lands on every variant alike (asv's habit). Each process times its
 calls for ``--seconds`` and reports them with their time stamps; the analysis splits the
@@ -22,6 +22,10 @@ Variants (what the field uses against noise; duel's cells now run as ``duel``):
   time; seen to matter a great deal under load, README "Deployed, without Python");
 - ``jemalloc``: ``duel`` with jemalloc preloaded (``--jemalloc PATH``, e.g. Debian's
   libjemalloc2; skipped when the library is absent).
+- ``hashseed``: ``duel`` with ``PYTHONHASHSEED=0`` (the same hashing, so the same dict and set
+  orders, in every process);
+- ``inter-1``, ``onednn-off`` (``--framework tensorflow``): ``duel`` with an inter-op pool of one
+  thread; with ``TF_ENABLE_ONEDNN_OPTS=0``.
 
     .venv/bin/python benchmarks/noise.py --rounds 4 --seconds 10 --output DIR   # DIR/noise.json
 
@@ -38,7 +42,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
-VARIANTS = ("plain", "pinned", "gc-off", "duel", "passive", "jemalloc")
+VARIANTS = {"pytorch": ("plain", "pinned", "gc-off", "duel", "passive", "jemalloc", "hashseed"),
+            "tensorflow": ("plain", "duel", "hashseed", "inter-1", "onednn-off", "jemalloc")}
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 
@@ -46,8 +51,10 @@ def worker(args):
     """One process: build the model, warm up, time calls for ``seconds``; print JSON."""
     from duel.cell import conditions
 
-    pinned = args.variant in ("pinned", "duel", "passive", "jemalloc")
-    gc_off = args.variant in ("gc-off", "duel", "passive", "jemalloc")
+    pinned = args.variant not in ("plain", "gc-off")
+    gc_off = args.variant != "plain" and args.variant != "pinned"
+    if args.framework == "tensorflow":
+        return tensorflow_worker(args, pinned, gc_off)
     os.environ.update({"USE_TF": "0", "USE_TORCH": "1", "HF_HUB_OFFLINE": "1"})
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = str(args.threads)
@@ -57,7 +64,7 @@ def worker(args):
     from duel.cell import compat, models
 
     torch.set_num_threads(args.threads)
-    if args.variant in ("duel", "passive", "jemalloc"):
+    if pinned and gc_off:  # duel and the variants made from it
         compat.set_interop_threads(torch, args.threads)
     spec = models.load_model_spec(os.path.join(CHECKOUT, "config", "models",
                                                args.model + ".json"))
@@ -68,22 +75,52 @@ def worker(args):
     model.eval()
     ids = torch.from_numpy(np.random.RandomState(0).randint(
         0, models.vocab_size(spec), size=(1, args.length)).astype(np.int64))
-    times, stamps = [], []
     with torch.no_grad():
-        for _ in range(5):
-            model(ids)
-        pause = conditions.gc_paused({}) if gc_off else _nothing()
-        with pause:
-            started = time.perf_counter()
-            while time.perf_counter() - started < args.seconds:
-                before = time.perf_counter()
-                model(ids)
-                after = time.perf_counter()
-                times.append((after - before) * 1000.0)
-                stamps.append(time.time())
+        return timed(lambda: model(ids), args, gc_off, bound)
+
+
+def timed(call, args, gc_off, bound):
+    """Warm up, time ``call`` for ``seconds``, print the samples as JSON."""
+    from duel.cell import conditions
+
+    for _ in range(5):
+        call()
+    times, stamps = [], []
+    with conditions.gc_paused({}) if gc_off else _nothing():
+        started = time.perf_counter()
+        while time.perf_counter() - started < args.seconds:
+            before = time.perf_counter()
+            call()
+            after = time.perf_counter()
+            times.append((after - before) * 1000.0)
+            stamps.append(time.time())
     print(json.dumps({"variant": args.variant, "samples_ms": times, "stamps": stamps,
                       "bound": bound, "pid": os.getpid()}))
     return 0
+
+
+def tensorflow_worker(args, pinned, gc_off):
+    """The TensorFlow eager call as run_cell makes it (intra- and inter-op pools = threads;
+    ``inter-1``: an inter-op pool of one)."""
+    from duel.cell import compat, conditions, models
+
+    os.environ.update({"USE_TF": "1", "USE_TORCH": "0", "HF_HUB_OFFLINE": "1",
+                       "TF_CPP_MIN_LOG_LEVEL": "2"})
+    bound = conditions.bind_process(args.threads) if pinned else {}
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(
+        1 if args.variant == "inter-1" else args.threads)
+    spec = models.load_model_spec(os.path.join(CHECKOUT, "config", "models",
+                                               args.model + ".json"))
+    family = models.FAMILIES[spec.family]
+    tf.random.set_seed(0)
+    model = compat.model_class(family.tensorflow_class)(compat.build_config(
+        family.config_class, spec.family, spec.architecture))
+    ids = tf.constant(np.random.RandomState(0).randint(
+        0, models.vocab_size(spec), size=(1, args.length)).astype(np.int32))
+    return timed(lambda: model(ids, training=False), args, gc_off, bound)
 
 
 class _nothing(object):
@@ -97,12 +134,18 @@ class _nothing(object):
 def run_process(variant, args):
     command = [sys.executable, os.path.abspath(__file__), "--worker", "--variant", variant,
                "--seconds", str(args.seconds), "--threads", str(args.threads),
-               "--model", args.model, "--length", str(args.length)]
+               "--model", args.model, "--length", str(args.length),
+               "--framework", args.framework]
     env = dict(os.environ)
-    for name in ("OMP_PROC_BIND", "OMP_PLACES", "LD_PRELOAD", "OMP_WAIT_POLICY"):
+    for name in ("OMP_PROC_BIND", "OMP_PLACES", "LD_PRELOAD", "OMP_WAIT_POLICY",
+                 "PYTHONHASHSEED", "TF_ENABLE_ONEDNN_OPTS"):
         env.pop(name, None)
     if variant == "passive":
         env["OMP_WAIT_POLICY"] = "PASSIVE"
+    if variant == "hashseed":
+        env["PYTHONHASHSEED"] = "0"
+    if variant == "onednn-off":
+        env["TF_ENABLE_ONEDNN_OPTS"] = "0"
     if variant == "jemalloc":
         env["LD_PRELOAD"] = args.jemalloc
     output = subprocess.check_output(command, env=env, text=True)
@@ -143,11 +186,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variant", default="duel")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=None, help="default: every variant of the framework")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--window", type=int, default=20, help="calls per window median")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--framework", default="pytorch", choices=("pytorch", "tensorflow"))
     parser.add_argument("--model", default="bert-base-cased")
     parser.add_argument("--length", type=int, default=32)
     parser.add_argument("--jemalloc", default=JEMALLOC)
@@ -155,7 +199,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
-    variants = [variant for variant in args.variants.split(",")
+    chosen = args.variants.split(",") if args.variants else VARIANTS[args.framework]
+    variants = [variant for variant in chosen
                 if variant != "jemalloc" or os.path.exists(args.jemalloc)]
     raw = dict((variant, []) for variant in variants)
     loads = [os.getloadavg()]

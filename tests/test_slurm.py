@@ -74,8 +74,9 @@ def tail(path, size=6000):
         return handle.read()[-size:]
 
 
-def cancel_when_running(cluster, marker, cancelled):
-    """A watcher: scancel the job whose comment holds ``marker`` once it runs."""
+def when_running(cluster, matches, act, after_s=2.0):
+    """A watcher: once a job whose (comment, nodes) ``matches`` runs, wait ``after_s`` (the cell
+    gets going: it is stopped mid-run) and call ``act(job_id, comment)``."""
     def watch(process):
         deadline = time.time() + 300
         while process.poll() is None and time.time() < deadline:
@@ -83,14 +84,21 @@ def cancel_when_running(cluster, marker, cancelled):
                 jobs = cluster.squeue()
             except (ClusterError, subprocess.TimeoutExpired):  # a busy controller: ask again
                 jobs = []
-            for job_id, state, comment, _ in jobs:
-                if marker in comment and state == "RUNNING":
-                    time.sleep(2.0)  # let the cell get going: it is killed mid-run
-                    subprocess.run(["scancel", job_id], env=cluster.env, timeout=30)
-                    cancelled.append(job_id)
+            for job_id, state, comment, nodes in jobs:
+                if state == "RUNNING" and matches(comment, nodes):
+                    time.sleep(after_s)
+                    act(job_id, comment)
                     return
             time.sleep(0.5)
     return watch
+
+
+def cancel_when_running(cluster, marker, cancelled):
+    """A watcher: scancel the job whose comment holds ``marker`` once it runs."""
+    def cancel(job_id, comment):
+        subprocess.run(["scancel", job_id], env=cluster.env, timeout=30)
+        cancelled.append(job_id)
+    return when_running(cluster, lambda comment, nodes: marker in comment, cancel)
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ import conftest
 from conftest import DUEL, QUICK, REPO, SLURM_PYTHON, TEST_MODELS, write_config
 from duel.cell import files
 from duel.host.store import archive, ingest
-from slurm_cluster import LINK, MARKER, NODES, ClusterError, clear_leftovers, links, net_namespace
-from test_slurm import PROFILE, SLURM_TEST_FLAGS, run_snakemake
+from slurm_cluster import LINK, MARKER, NODES, clear_leftovers, links, net_namespace
+from test_slurm import PROFILE, SLURM_TEST_FLAGS, run_snakemake, when_running
 
 pytestmark = pytest.mark.slurm
 
@@ -47,20 +47,9 @@ def rows_of(workdir, framework, mode):
 
 def lose_when_running(cluster, node, lost):
     """A watcher: once a cell runs on ``node`` and has said where, lose the node."""
-    def watch(process):
-        deadline = time.time() + 300
-        while process.poll() is None and time.time() < deadline:
-            try:
-                jobs = cluster.squeue()
-            except (ClusterError, subprocess.TimeoutExpired):
-                jobs = []
-            for job_id, state, comment, nodes in jobs:
-                if "run_cell" in comment and state == "RUNNING" and nodes == node:
-                    time.sleep(4.0)  # the cell is past its start: it is killed mid-sweep
-                    lost.append((job_id, comment, cluster.lose(node)))
-                    return
-            time.sleep(0.5)
-    return watch
+    return when_running(
+        cluster, lambda comment, nodes: "run_cell" in comment and nodes == node,
+        lambda job_id, comment: lost.append((job_id, comment, cluster.lose(node))), after_s=4.0)
 
 
 def skew_first_shard(workdir, skewed):

@@ -209,6 +209,10 @@ def main(argv=None):
             raw[variant].append(run_process(variant, args))
             loads.append(os.getloadavg())
         sys.stderr.write("round %d of %d done\n" % (round_index + 1, args.rounds))
+    if args.output:  # the samples first: an analysis that fails loses no measurement
+        os.makedirs(args.output, exist_ok=True)
+        with open(os.path.join(args.output, "noise-raw.json"), "w") as handle:
+            json.dump({"settings": vars(args), "load_averages": loads, "raw": raw}, handle)
     analysis = dict((variant, decompose(processes, args.window))
                     for variant, processes in raw.items())
     result = {"settings": vars(args), "load_averages": loads, "analysis": analysis}

@@ -20,23 +20,28 @@ from test_compat_eras import era_python
 REGISTRY = eras.registry(REPO)
 
 
+def holds_to_its_files(era, checkout=REPO):
+    """An entry of envs/eras.yaml against its files; the locks it declares."""
+    assert re.match(r"^\d{4}-\d{2}-\d{2}$", era.date), era
+    for device, lock in era.locks.items():
+        # in-cell code finds a lock by this name (duel/cell/environment.py)
+        assert lock in ("envs/%s-%s.txt" % (era.name, device), "envs/%s.txt" % era.name)
+        assert os.path.isfile(os.path.join(checkout, lock)), lock
+        assert locks.required_python(os.path.join(checkout, lock)) == era.python, lock
+    for device, image in era.images.items():
+        assert image == "containers/%s-%s.Dockerfile" % (era.name, device)
+        assert os.path.isfile(os.path.join(checkout, image)) and device in era.locks
+    for lack in era.lacks:
+        assert set(lack) <= {"framework", "mode", "device", "reason"} and lack["reason"]
+        assert lack["mode"] in modes.mode_names(lack["framework"]), lack
+    return set(era.locks.values())
+
+
 @pytest.mark.unit
 def test_every_entry_holds_to_its_files_and_every_era_lock_has_an_entry():
     declared = set()
     for era in REGISTRY.values():
-        assert re.match(r"^\d{4}-\d{2}-\d{2}$", era.date), era
-        for device, lock in era.locks.items():
-            # in-cell code finds a lock by this name (duel/cell/environment.py)
-            assert lock in ("envs/%s-%s.txt" % (era.name, device), "envs/%s.txt" % era.name)
-            assert os.path.isfile(os.path.join(REPO, lock)), lock
-            assert locks.required_python(os.path.join(REPO, lock)) == era.python, lock
-            declared.add(lock)
-        for device, image in era.images.items():
-            assert image == "containers/%s-%s.Dockerfile" % (era.name, device)
-            assert os.path.isfile(os.path.join(REPO, image)) and device in era.locks
-        for lack in era.lacks:
-            assert set(lack) <= {"framework", "mode", "device", "reason"} and lack["reason"]
-            assert lack["mode"] in modes.mode_names(lack["framework"]), lack
+        declared |= holds_to_its_files(era)
     era_locks = set("envs/" + name for name in os.listdir(os.path.join(REPO, "envs"))
                     if name.endswith(".txt")
                     and locks.required_python(os.path.join(REPO, "envs", name)))

@@ -7,7 +7,7 @@ import tempfile
 
 from duel.cell import locks
 from duel.host.cli import command
-from duel.host.stacks import eras, pip_sources
+from duel.host.stacks import as_of, eras, pip_sources
 
 DESCRIPTION = """Regenerate the project's lock files.
 
@@ -24,7 +24,12 @@ uv reads no pip configuration, so the sources and CA bundle of this machine's pi
 it (duel/host/stacks/pip_sources.py); anything after -- is passed on to uv as well. torch's CPU
 build (+cpu) is not on the default index: it must come from one of those sources, PyTorch's CPU
 wheel index or a folder holding its wheel. uv is the one pinned in envs/uv.txt (scripts/setup.sh
-installs it into .venv), or --uv."""
+installs it into .venv), or --uv.
+
+With --as-of DATE it makes a new era instead: torch, TensorFlow, transformers and everything
+under them as they stood on that day (uv's --exclude-newer), for the newest Python at hand that
+had wheels of them then, into envs/<era>.txt with its entry in envs/eras.yaml. --pin holds a
+package at a release (the rest still as of the date)."""
 
 PLATFORM = "x86_64-manylinux_2_28"
 # (lock file, its direct requirements, the lock it is layered on or constrained by, whether the
@@ -182,7 +187,9 @@ def add(subparsers):
         ["duel lock                                 # keep every version, refresh hashes",
          "duel lock --upgrade-package numpy         # move one package deliberately",
          "duel lock -- --extra-index-url URL        # more uv options (a source of torch's "
-         "CPU build, say)"])
+         "CPU build, say)",
+         "duel lock --as-of 2021-06-01 --era asof-2021-06  # an era as the index stood that day",
+         "duel lock --as-of 2021-06-01 --era tf25 --pin tensorflow==2.5.0"])
     parser.add_argument("--upgrade-package", "-P", type=command.items, action="extend",
                         default=[], metavar="NAMES",
                         help="let these packages move to their newest allowed versions "
@@ -192,13 +199,40 @@ def add(subparsers):
                         help="regenerate only these lock files, comma-separated "
                              "(e.g. envs/tests.txt); default: all of %s"
                              % ", ".join([lock for lock, _, _, _ in RESOLVED] + HASHED))
+    parser.add_argument("--as-of", metavar="DATE",
+                        help="make a new era (--era) of the packages as of this day, YYYY-MM-DD")
+    parser.add_argument("--era", type=command.name, help="with --as-of: the new era's name")
+    parser.add_argument("--pin", action="append", default=[], metavar="NAME==VERSION",
+                        help="with --as-of: hold a package at this release (repeatable)")
     parser.add_argument("--uv", default=default_uv(), help="the uv executable")
     parser.add_argument("uv_options", nargs="*", metavar="-- UV_OPTION",
                         help="more options for uv, after --")
     parser.set_defaults(func=run)
 
 
+def make_era(args, options, uv_env):
+    """--as-of: the era's lock and registry entry (duel/host/stacks/as_of.py)."""
+    if not args.era:
+        raise command.Refusal("--as-of needs --era NAME, the new era's name")
+    try:
+        date = as_of.check_date(args.as_of)
+        lines = as_of.requirements(args.pin)
+        python, resolved = as_of.resolve(args.uv, uv_env, options, date, lines)
+        text = as_of.lock_text(args.era, date, python, lines, resolved)
+        lock = as_of.write_era(command.CHECKOUT, args.era, date, python, text)
+        write_conda_env(os.path.relpath(lock, command.CHECKOUT))
+    except as_of.AsOfError as error:
+        raise command.Refusal(str(error))
+    except OSError as error:
+        raise command.Failure(str(error))
+    print("era %s: %s, Python %s, %s" % (args.era, as_of.label(text, date), python,
+                                        os.path.relpath(lock, command.CHECKOUT)))
+    return command.FINE
+
+
 def run(args):
+    if (args.era or args.pin) and not args.as_of:
+        raise command.Refusal("--era and --pin go with --as-of DATE")
     known = [lock for lock, _, _, _ in RESOLVED] + HASHED
     unknown = [lock for lock in args.only or [] if lock not in known]
     if unknown:
@@ -207,6 +241,8 @@ def run(args):
     options, environment = pip_sources.uv_options(pip_sources.pip_settings())
     options += args.uv_options
     uv_env = dict(os.environ, **environment)
+    if args.as_of:
+        return make_era(args, options, uv_env)
     upgrade = ["--upgrade"] if args.upgrade else []
     for name in args.upgrade_package:
         upgrade += ["--upgrade-package", name]

@@ -1,0 +1,129 @@
+"""An era from a date: torch, TensorFlow and transformers, and everything under them, as they
+stood on that day, resolved into a hashed lock and entered in envs/eras.yaml.
+
+uv resolves against the package index as of a date (``--exclude-newer``); the Python is the
+newest of those at hand (PYTHONS) for which every package had wheels then, since no other Python
+can be installed here. What a framework cannot run in such an era (``torch.compile`` before
+torch 2.0, say) is left to the adapters' own checks: those points become ``skipped`` rows.
+"""
+import datetime
+import os
+import re
+import subprocess
+import tempfile
+
+from duel.cell import locks
+
+# What a cell imports, beside the standard library: the frameworks, transformers, and the shard
+# writer's numpy and pyarrow.
+REQUIREMENTS = ("torch", "tensorflow", "transformers", "numpy", "pyarrow")
+PYTHONS = ("3.11", "3.7", "3.6")  # at hand here, newest first
+PLATFORM = "x86_64-manylinux_2_28"  # accepts every older manylinux wheel too
+LABELLED = (("torch", "torch"), ("tensorflow", "TensorFlow"), ("transformers", "transformers"))
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+_-]*$")
+
+
+class AsOfError(RuntimeError):
+    """The date, a pin or the resolution cannot make an era; the message says why."""
+
+
+def check_date(text):
+    """'2021-06-01' as given, or AsOfError: a real past day."""
+    try:
+        day = datetime.datetime.strptime(text, "%Y-%m-%d").date() if DATE.match(text) else None
+    except ValueError:
+        day = None
+    if day is None or day > datetime.date.today():
+        raise AsOfError("--as-of %r is not a past date as YYYY-MM-DD" % text)
+    return text
+
+
+def requirements(pins=(), packages=REQUIREMENTS):
+    """The requirement lines: each package, or its pin (``name==version``) where one is given."""
+    pinned = {}
+    for pin in pins:
+        if not PIN.match(pin):
+            raise AsOfError("--pin %r is not NAME==VERSION" % pin)
+        pinned[locks.canonical(pin.partition("==")[0])] = pin
+    return [pinned.pop(locks.canonical(name), name) for name in packages] + sorted(pinned.values())
+
+
+def resolve(uv, uv_env, options, date, lines, pythons=PYTHONS):
+    """(Python, uv's hashed lock text) for ``lines`` as of ``date``: the first of ``pythons``
+    that resolves; AsOfError with uv's reason for each where none does."""
+    reasons = []
+    with tempfile.TemporaryDirectory() as folder:
+        source = os.path.join(folder, "as-of.in")
+        with open(source, "w") as handle:
+            handle.write("\n".join(lines) + "\n")
+        for python in pythons:
+            answer = subprocess.run(
+                [uv, "pip", "compile", source, "--exclude-newer", date, "--generate-hashes",
+                 "--python-version", python, "--python-platform", PLATFORM, "--no-header",
+                 "--quiet"] + list(options), env=uv_env, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, universal_newlines=True)
+            if answer.returncode == 0:
+                return python, answer.stdout
+            reasons.append("Python %s: %s" % (python, _last_words(answer.stderr)))
+    raise AsOfError("no Python at hand resolves %s as of %s (%s)"
+                    % (", ".join(lines), date, "; ".join(reasons)))
+
+
+def _last_words(text):
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(lines[-3:])[:400] if lines else "no message"
+
+
+def versions(lock_text):
+    """{canonical name: version} of a lock's pins."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as handle:
+        handle.write(lock_text)
+        handle.flush()
+        return locks.read_pins(handle.name)
+
+
+def lock_text(era, date, python, lines, resolved):
+    """The lock file: a header saying what made it (the date and the resolver's settings, the
+    Python as ``requires-python``), then uv's pins with their hashes."""
+    header = [
+        "# Era \"%s\": torch, TensorFlow and transformers as they stood on %s," % (era, date),
+        "# every package pinned with its hashes.",
+        "# requires-python: %s" % python,
+        "# Made by `duel lock --as-of %s` from: %s." % (date, ", ".join(lines)),
+        "# Resolver: uv pip compile --exclude-newer %s --python-version %s" % (date, python),
+        "# --python-platform %s, over pip's sources; Python %s is the newest at hand" % (
+            PLATFORM, python),
+        "# (%s) with wheels of all of them then." % ", ".join(PYTHONS),
+    ]
+    return "\n".join(header) + "\n" + resolved.rstrip("\n") + "\n"
+
+
+def label(resolved, date):
+    found = versions(resolved)
+    return "%s (as of %s)" % (", ".join("%s %s" % (shown, found[name]) for name, shown in LABELLED
+                                        if name in found), date)
+
+
+ENTRY = """  {era}:
+    date: {date}
+    label: {label}
+    python: "{python}"
+    locks: {{cpu: envs/{era}.txt}}
+"""
+
+
+def write_era(checkout, era, date, python, text, registry="envs/eras.yaml"):
+    """envs/<era>.txt and its entry in envs/eras.yaml (the registry sorts eras by date); an era
+    of that name already there is refused."""
+    from duel.host.stacks import eras
+
+    if era in eras.registry(checkout):
+        raise AsOfError("era %r is in %s already: choose another name, or remove it first"
+                        % (era, registry))
+    lock = os.path.join(checkout, "envs", era + ".txt")
+    with open(lock, "w") as handle:
+        handle.write(text)
+    with open(os.path.join(checkout, registry), "a") as handle:
+        handle.write(ENTRY.format(era=era, date=date, label=label(text, date), python=python))
+    return lock

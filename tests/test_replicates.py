@@ -191,21 +191,18 @@ def assert_not_judged(row, pair, frame):
 
 
 @pytest.mark.unit
-def test_a_point_whose_processes_ran_on_two_cpu_models_is_not_judged(tmp_path):
-    frame = merged(tmp_path, machine_rows(["CPU A", "CPU A", "CPU B"], ["CPU A"] * 3))
+@pytest.mark.parametrize("pytorch, tensorflow, machines, verdict", [
+    (["CPU A", "CPU A", "CPU B"], ["CPU A"] * 3, [2, 1],
+     "not judged: PyTorch's processes ran on 2 CPU models"),
+    (["CPU A"] * 3, ["CPU B"] * 3, [1, 1], "not judged: PyTorch ran on CPU A, TensorFlow on CPU B"),
+], ids=["a point's processes on two models", "the two sides on two models"])
+def test_processes_of_two_cpu_models_are_not_judged(tmp_path, pytorch, tensorflow, machines,
+                                                    verdict):
+    frame = merged(tmp_path, machine_rows(pytorch, tensorflow))
     points = replicates.point_table(frame).set_index("framework")
-    assert points.loc["pytorch", "machines"] == 2 and points.loc["tensorflow", "machines"] == 1
+    assert [points.loc[name, "machines"] for name in ("pytorch", "tensorflow")] == machines
     row, pair = judged(frame)
-    assert row["verdict"] == "not judged: PyTorch's processes ran on 2 CPU models"
-    assert_not_judged(row, pair, frame)
-
-
-@pytest.mark.unit
-def test_a_pair_whose_sides_ran_on_two_cpu_models_is_not_judged(tmp_path):
-    frame = merged(tmp_path, machine_rows(["CPU A"] * 3, ["CPU B"] * 3))
-    assert list(replicates.point_table(frame)["machines"]) == [1, 1]
-    row, pair = judged(frame)
-    assert row["verdict"] == "not judged: PyTorch ran on CPU A, TensorFlow on CPU B"
+    assert row["verdict"] == verdict
     assert_not_judged(row, pair, frame)
 
 

@@ -10,6 +10,7 @@ one store on the shared folder:
 3. two heads, one on each node's namespaces (two hostnames), started at the same moment into
    the one store, one of them with a shard whose time is set minutes before its run began.
 """
+import glob
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import pytest
 
 import conftest
 from conftest import DUEL, QUICK, REPO, SLURM_PYTHON, TEST_MODELS, write_config
-from duel.cell import files
+from duel.cell import environment, files
 from duel.host.store import archive, ingest
 from slurm_cluster import LINK, MARKER, NODES, clear_leftovers, links, net_namespace
 from test_slurm import PROFILE, SLURM_TEST_FLAGS, run_snakemake, when_running
@@ -45,11 +46,28 @@ def rows_of(workdir, framework, mode):
     return pq.read_table(conftest.shard_file(workdir, framework, mode, TINY)).to_pylist()
 
 
-def lose_when_running(cluster, node, lost):
-    """A watcher: once a cell runs on ``node`` and has said where, lose the node."""
+def said_where(workdir, node, timeout=180):
+    """Wait until a cell's log begins with its node (run_cell's first line); True once it does."""
+    deadline = time.time() + timeout
+    pattern = os.path.join(str(workdir), "results", "logs", "cells", "**", "*.log")
+    while time.time() < deadline:
+        for path in glob.glob(pattern, recursive=True):
+            with open(path) as handle:
+                if handle.readline().startswith(environment.RUNS_ON + "node %s " % node):
+                    return True
+        time.sleep(0.2)
+    return False
+
+
+def lose_when_running(cluster, workdir, node, lost):
+    """A watcher: once a cell runs on ``node`` and has said where, lose the node mid-sweep."""
+    def lose(job_id, comment):
+        if said_where(workdir, node):
+            time.sleep(1.0)  # into its first points
+            lost.append((job_id, comment, cluster.lose(node)))
     return when_running(
-        cluster, lambda comment, nodes: "run_cell" in comment and nodes == node,
-        lambda job_id, comment: lost.append((job_id, comment, cluster.lose(node))), after_s=4.0)
+        cluster, lambda comment, nodes: "run_cell" in comment and nodes == node, lose,
+        after_s=0.0)
 
 
 def skew_first_shard(workdir, skewed):
@@ -124,7 +142,7 @@ def scenario(slurm_cluster, tmp_path_factory):
     lost = []
     started = time.time()
     code, log = run_snakemake(SLURM_PYTHON, lost_dir, profile + ["--configfile", config], env,
-                              while_running=lose_when_running(cluster, NODES[1], lost))
+                              while_running=lose_when_running(cluster, lost_dir, NODES[1], lost))
     timings["run losing a node"] = time.time() - started
     shards = {cell: conftest.shard_file(lost_dir, framework, mode, TINY)
               for cell in CELLS for framework, mode in [cell]}

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 import yaml
@@ -78,7 +79,7 @@ def models_dir(tmp_path):
 
 # Small real shards, written by the shard writer, for the tests of what reads them (the merge,
 # the spreadsheet, the 2019 history, comparisons).
-from duel.cell import contract, shard  # noqa: E402
+from duel.cell import contract, locks, shard  # noqa: E402
 
 POINTS = [(1, 8), (1, 64), (2, 8)]
 
@@ -306,14 +307,12 @@ def installed_plugin_versions():
         return None
     result = subprocess.run([SLURM_PYTHON, "-m", "pip", "freeze", "--local",
                              "--disable-pip-version-check"], capture_output=True, text=True)
-    from duel.cell import locks
     return sorted(locks.canonical(line.split("==")[0]) + "==" + line.split("==")[1]
                   for line in result.stdout.split() if "slurm" in line)
 
 
 def ensure_slurm_venv():
     """.venv-slurm with exactly envs/slurm.txt's pins."""
-    from duel.cell import locks
     wanted = sorted("%s==%s" % pin for pin in
                     locks.read_pins(os.path.join(REPO, "envs", "slurm.txt")).items())
     if installed_plugin_versions() != wanted:
@@ -327,7 +326,6 @@ def ensure_slurm_venv():
 def slurm_cluster(tmp_path_factory):
     """The two-node SLURM cluster (tests/slurm_cluster.py), started once per session and shared
     by the slurm modules; the tests fail (never skip) when SLURM cannot start."""
-    import time
     from slurm_cluster import Cluster, ClusterError, install_packages
     started = time.time()
     try:

@@ -224,7 +224,7 @@ class Cluster:
         self.env = dict(os.environ, SLURM_CONF=self.conf)
         self.processes = []
         cpus = sorted(os.sched_getaffinity(0))
-        self.network = None
+        self.network = self.controller = None
         self.names = tuple(nodes)
         self.nodes = {}
         self._cpus = [cpus[index % len(cpus)] for index in range(len(self.names))]

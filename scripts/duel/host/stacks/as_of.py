@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 
 from duel.cell import locks
+from duel.host.stacks import eras
 
 # What a cell imports, beside the standard library: the frameworks, transformers, and the shard
 # writer's numpy and pyarrow.
@@ -76,11 +77,9 @@ def _last_words(text):
 
 
 def versions(lock_text):
-    """{canonical name: version} of a lock's pins."""
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as handle:
-        handle.write(lock_text)
-        handle.flush()
-        return locks.read_pins(handle.name)
+    """{canonical name: version} of a lock's pins (as locks.read_pins reads a file)."""
+    return dict((locks.canonical(match.group(1)), match.group(2))
+                for match in map(locks.PIN.match, lock_text.splitlines()) if match)
 
 
 def lock_text(era, date, python, lines, resolved):
@@ -116,8 +115,6 @@ ENTRY = """  {era}:
 def write_era(checkout, era, date, python, text, registry="envs/eras.yaml"):
     """envs/<era>.txt and its entry in envs/eras.yaml (the registry sorts eras by date); an era
     of that name already there is refused."""
-    from duel.host.stacks import eras
-
     if era in eras.registry(checkout):
         raise AsOfError("era %r is in %s already: choose another name, or remove it first"
                         % (era, registry))

@@ -72,7 +72,7 @@ def test_the_cell_commands_are_exactly_what_the_rules_start_with_an_era_interpre
 # are the rooms of the results store (over the run manifests and the verdicts) and the command
 # line (over everything).
 HOST_LAYERS = ("stacks", "plan", "tables", "verdicts", "render", "compare", "provenance", "store",
-               "workflow", "cli")
+               "workflow", "bisect", "cli")
 
 
 def module_name(path, root=SCRIPTS):

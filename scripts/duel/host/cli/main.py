@@ -13,8 +13,8 @@ TRACEBACK_ENV = "DUEL_TRACEBACK"  # set: an unexpected error shows its traceback
 # The subcommands' modules (duel/host/cli/<name>.py), in the order --help lists them. A command
 # line that names one imports only that one: the others' imports (matplotlib, the frameworks'
 # tables) would cost a second before every answer.
-SUBCOMMANDS = ("show", "runs", "history", "trend", "publish", "compare", "store", "rebuild",
-               "lock", "image")
+SUBCOMMANDS = ("show", "runs", "history", "trend", "bisect", "publish", "compare", "store",
+               "rebuild", "lock", "image")
 
 
 def _named(argv):

@@ -8,7 +8,7 @@ from duel.cell import contract
 from duel.host.cli import command
 from duel.host.plan import layout
 from duel.host.provenance import runs
-from duel.host.render import outcome
+from duel.host.render import bisection, outcome
 from duel.host.tables import replicates
 
 DESCRIPTION = """Print a finished run's end-of-run lines.
@@ -17,7 +17,8 @@ The verdict per pair of modes (the points each framework clearly wins, the geome
 PyTorch/TensorFlow ratio with its interval, the largest clear differences); how many verdicts
 settling measured again; the points by status, with the first failure messages; the points
 measured again and those left disturbed; where the run's time went. RUN_DIR is a run folder,
-its results/ folder or its summary.parquet."""
+its results/ folder or its summary.parquet; the folder of a bisection (duel bisect) shows its
+answer."""
 
 
 def add(subparsers):
@@ -35,6 +36,16 @@ def add(subparsers):
 
 
 def run(args):
+    bisected = os.path.join(args.run, bisection.FILE)
+    if os.path.isfile(bisected):  # a bisection's folder: its answer
+        with open(bisected) as handle:
+            record = json.load(handle)
+        if args.json:
+            print(json.dumps({"lines": bisection.lines(record), "points": len(record["releases"]),
+                              "failed": 0}, indent=2))
+        else:
+            print("\n".join(bisection.lines(record)))
+        return command.FINE
     path = layout.summary_file(args.run)
     if path is None:
         raise command.Refusal("%s: no results/summary.parquet (not a finished run)" % args.run)

@@ -61,14 +61,23 @@ def resolve(uv, uv_env, options, date, lines, pythons=PYTHONS):
         for python in pythons:
             answer = subprocess.run(
                 [uv, "pip", "compile", source, "--exclude-newer", date, "--generate-hashes",
-                 "--python-version", python, "--python-platform", PLATFORM, "--no-header",
-                 "--quiet"] + list(options), env=uv_env, stdout=subprocess.PIPE,
+                 "--python-platform", PLATFORM, "--no-header", "--quiet"] + interpreter(python)
+                + list(options), env=uv_env, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, universal_newlines=True)
             if answer.returncode == 0:
                 return python, answer.stdout
             reasons.append("Python %s: %s" % (python, _last_words(answer.stderr)))
     raise AsOfError("no Python at hand resolves %s as of %s (%s)"
                     % (", ".join(lines), date, "; ".join(reasons)))
+
+
+def interpreter(python):
+    """uv's option naming the Python: its interpreter where one is at hand, so that a package
+    of that day published only as source is built by the Python it is for; else the version."""
+    try:
+        return ["--python", eras.find_python(python)]
+    except eras.EraError:
+        return ["--python-version", python]
 
 
 def _last_words(text):
@@ -82,19 +91,19 @@ def versions(lock_text):
                 for match in map(locks.PIN.match, lock_text.splitlines()) if match)
 
 
-def lock_text(era, date, python, lines, resolved):
+def lock_text(era, date, python, lines, resolved, made_by=None, notes=()):
     """The lock file: a header saying what made it (the date and the resolver's settings, the
-    Python as ``requires-python``), then uv's pins with their hashes."""
+    Python as ``requires-python``, ``notes``), then uv's pins with their hashes."""
     header = [
         "# Era \"%s\": torch, TensorFlow and transformers as they stood on %s," % (era, date),
         "# every package pinned with its hashes.",
         "# requires-python: %s" % python,
-        "# Made by `duel lock --as-of %s` from: %s." % (date, ", ".join(lines)),
-        "# Resolver: uv pip compile --exclude-newer %s --python-version %s" % (date, python),
+        "# Made by `%s` from: %s." % (made_by or "duel lock --as-of %s" % date, ", ".join(lines)),
+        "# Resolver: uv pip compile --exclude-newer %s --python %s" % (date, python),
         "# --python-platform %s, over pip's sources; Python %s is the newest at hand" % (
             PLATFORM, python),
         "# (%s) with wheels of all of them then." % ", ".join(PYTHONS),
-    ]
+    ] + ["# " + note for note in notes]
     return "\n".join(header) + "\n" + resolved.rstrip("\n") + "\n"
 
 
@@ -108,19 +117,24 @@ ENTRY = """  {era}:
     date: {date}
     label: {label}
     python: "{python}"
-    locks: {{cpu: envs/{era}.txt}}
+    locks: {{cpu: {lock}}}
 """
 
 
-def write_era(checkout, era, date, python, text, registry="envs/eras.yaml"):
-    """envs/<era>.txt and its entry in envs/eras.yaml (the registry sorts eras by date); an era
-    of that name already there is refused."""
+def write_era(checkout, era, date, python, text, registry=eras.REGISTRY, locks_dir="envs"):
+    """``<locks_dir>/<era>.txt`` and its entry in ``registry`` (both under ``checkout``; the
+    registry sorts eras by date); an era of that name already known is refused."""
     if era in eras.registry(checkout):
         raise AsOfError("era %r is in %s already: choose another name, or remove it first"
                         % (era, registry))
-    lock = os.path.join(checkout, "envs", era + ".txt")
+    lock = os.path.join(checkout, locks_dir, era + ".txt")
+    os.makedirs(os.path.dirname(lock), exist_ok=True)
     with open(lock, "w") as handle:
         handle.write(text)
-    with open(os.path.join(checkout, registry), "a") as handle:
-        handle.write(ENTRY.format(era=era, date=date, label=label(text, date), python=python))
+    path = os.path.join(checkout, registry)
+    with open(path, "a") as handle:
+        if handle.tell() == 0:
+            handle.write("eras:\n")
+        handle.write(ENTRY.format(era=era, date=date, label=label(text, date), python=python,
+                                  lock=os.path.join(locks_dir, era + ".txt")))
     return lock

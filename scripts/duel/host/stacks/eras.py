@@ -88,6 +88,9 @@ def workflow_env_mismatches(lock):
     return list(_mismatches(lock, lock_sha256(lock)))
 MARKER = "duel-env.json"
 REGISTRY = os.path.join("envs", "eras.yaml")
+# A registry of more eras, beside the checkout's (a bisection's releases, duel/host/bisect/):
+# its entries join envs/eras.yaml's wherever eras are read, the workflow's jobs included.
+MORE_ERAS_ENV = "DUEL_MORE_ERAS"
 # The checkout this code is part of: whose registry the tables and charts read.
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))))
@@ -99,21 +102,28 @@ class EraError(ValueError):
 
 
 def registry(checkout=CHECKOUT):
-    """{name: Era} of envs/eras.yaml, oldest first; {} for a checkout from before it (its eras
-    are then found by their lock files' names alone)."""
+    """{name: Era} of envs/eras.yaml and of the file $DUEL_MORE_ERAS names, oldest first; {}
+    for a checkout from before the registry (its eras are then found by their lock files' names
+    alone). A lock path is relative to the checkout, or absolute."""
     path = os.path.join(checkout, REGISTRY)
     if not os.path.isfile(path):
         return collections.OrderedDict()
-    return _registry(path, os.path.getmtime(path))
+    paths = [path] + [more for more in [os.environ.get(MORE_ERAS_ENV)] if more]
+    return _registry(tuple((one, os.path.getmtime(one) if os.path.exists(one) else None)
+                           for one in paths))
 
 
 @functools.lru_cache(maxsize=None)
-def _registry(path, mtime):
-    with open(path) as handle:
-        entries = (yaml.safe_load(handle) or {}).get("eras") or {}
-    eras = [Era(name, str(entry["date"]), entry.get("label") or name, str(entry["python"]),
-                dict(entry.get("locks") or {}), dict(entry.get("images") or {}),
-                tuple(entry.get("lacks") or ())) for name, entry in entries.items()]
+def _registry(paths):
+    eras = []
+    for path, mtime in paths:
+        if mtime is None:
+            raise EraError("$%s names %s, which does not exist" % (MORE_ERAS_ENV, path))
+        with open(path) as handle:
+            entries = (yaml.safe_load(handle) or {}).get("eras") or {}
+        eras += [Era(name, str(entry["date"]), entry.get("label") or name, str(entry["python"]),
+                     dict(entry.get("locks") or {}), dict(entry.get("images") or {}),
+                     tuple(entry.get("lacks") or ())) for name, entry in entries.items()]
     return collections.OrderedDict((era.name, era) for era in sorted(eras, key=lambda e: e.date))
 
 

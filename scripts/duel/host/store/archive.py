@@ -10,6 +10,8 @@ Layout (store version 1), under the store folder (config key ``store``, default 
                                          history and trend read (derived from runs/, remade
                                          whenever it does not match them)
     removed.json                         the runs `duel store rm` took out: not added again
+    bisections/<name>.json               the answer of each bisection (duel bisect) over the
+                                         runs it measured, the latest under its name
     set-aside/<run id>/                  a run whose files cannot be read, moved out of every
                                          question (`duel store check` names them)
     .lock                                writers take it in turn (a second add waits, saying who
@@ -58,6 +60,7 @@ REMOVED = ".removed-"
 REPLACED = ".replaced-"  # a run's folder while its grown copy takes its place
 LOCK = ".lock"
 REMOVED_RUNS = "removed.json"
+BISECTIONS = "bisections"
 SET_ASIDE = "set-aside"
 DEFAULT = layout.at(layout.STORE)
 LOCK_WAIT_S = 300.0  # a writer waits this long for another's lock, then gives up, naming it
@@ -440,6 +443,24 @@ def add(store, run_id, points, describe):
             os.rename(incoming, folder)
         reindex(store, before, [run_id])
         return len(shards)
+
+
+def add_bisection(store, record):
+    """A bisection's answer (its record, named by ``record['name']``) into the store, replacing
+    an earlier answer of that name."""
+    check_run_id(record["name"])
+    with writing(store):
+        os.makedirs(os.path.join(store, BISECTIONS), exist_ok=True)
+        files.write_json(os.path.join(store, BISECTIONS, record["name"] + ".json"), record)
+
+
+def bisections(store):
+    """The stored bisections' answers, by name."""
+    found = []
+    for path in sorted(_in(store, BISECTIONS, "*.json")):
+        with open(path) as handle:
+            found.append(json.load(handle))
+    return found
 
 
 def remove(store, run_id):

@@ -15,6 +15,8 @@ Pages, every link relative:
                                figures in a table
     machines.html              where runs differ only by machine: the latest run of each machine,
                                side by side per point
+    bisections.html            each bisection's answer (duel bisect): where the point stepped,
+                               the releases measured in a table and against their day in a chart
 
 Why no JavaScript: nothing to audit or to fetch from a CDN, and a page opened from file:// shows
 all of it. The charts are matplotlib SVG files beside the pages (the project's one plotting
@@ -46,7 +48,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from duel.cell import contract, files  # noqa: E402
 
-from duel.host.render import pages, plots  # noqa: E402
+from duel.host.render import bisection, pages, plots  # noqa: E402
 from duel.host.render.pages import escape, link, table  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
 from duel.host.tables import replicates, scopes, summary  # noqa: E402
@@ -418,7 +420,33 @@ def machines_page(out, groups, history):
     return "machines.html"
 
 
-def index_page(out, runs, scope_links, model_links, machines_link, judged, verdicts, failed):
+def bisections_page(out, answers):
+    """bisections.html: each stored bisection's answer, its table and its chart; its path, or
+    None where the store holds none."""
+    if not answers:
+        return None
+    body = ["<p>Which release of a framework made a point faster or slower (duel bisect): the "
+            "releases measured, each a run in this store, with Student's t 95% interval over "
+            "its processes; a step is a change between adjacent releases whose Welch interval "
+            "lies clearly beyond the minimum effect.</p>"]
+    for record in answers:
+        chart = os.path.join("bisections", "%s.svg" % _name(record["name"]))
+        said = bisection.lines(record)
+        body.append("<h2>%s</h2>" % escape(said[0]))
+        body.append("<pre>%s</pre>" % escape("\n".join(said[1:])))
+        if any(one["status"] == "measured" for one in record["releases"]):
+            bisection.chart(record, os.path.join(out, chart))
+            body.append(pages.image(chart, "bisection %s" % record["name"]))
+        frame = bisection.table(record)
+        body.append(table(list(frame.columns), [[escape("" if pd.isna(value) else (
+            "%.4g" % value if isinstance(value, float) else value)) for value in row]
+            for row in frame.itertuples(index=False)]))
+    _write(os.path.join(out, "bisections.html"), _page("Bisections", "\n".join(body), 0))
+    return "bisections.html"
+
+
+def index_page(out, runs, scope_links, model_links, machines_link, judged, verdicts, failed,
+               bisections_link=None):
     """index.html: every run, newest first, and links to every other page."""
     nav = ["<h2>Pages</h2>", "<p>Verdicts per scope: %s</p>" % (", ".join(
         link(page, _scope_label(scope)) for scope, page in sorted(scope_links.items()))
@@ -428,6 +456,9 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
     if machines_link:
         nav.append("<p>%s: the latest run of each machine side by side.</p>"
                    % link(machines_link, "Machines"))
+    if bisections_link:
+        nav.append("<p>%s: the release where a point stepped.</p>"
+                   % link(bisections_link, "Bisections"))
     judged_runs = set(verdicts["run_id"]) if len(verdicts) else set()
     rows = []
     for _, run in runs.iloc[::-1].iterrows():
@@ -544,7 +575,7 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
         groups = machine_groups(runs)
         machines_link = machines_page(partial, groups, history) if groups else None
         index_page(partial, runs, scope_links, model_links, machines_link, judged, verdicts,
-                   failed)
+                   failed, bisections_page(partial, archive.bisections(store)))
         written = sorted(os.path.relpath(os.path.join(folder, name), partial)
                          for folder, _, names in os.walk(partial) for name in names)
         _replace(partial, out, written)

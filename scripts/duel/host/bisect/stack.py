@@ -1,0 +1,174 @@
+"""A release's era: the framework at that release, the rest of the stack held where wheels allow.
+
+The lower end fixes what is held: the other framework's release (it is not measured, but the
+reference weights are made with it), transformers' and the Python. Each release between is
+resolved as the index stood on its day (as_of), with those pins; where they cannot be resolved
+(no wheels of the held release for the Python the framework needs), the other framework is let
+go first, then transformers, each as of that day, and the release's row says what moved. Its
+lock and registry entry go to the bisection's folder ($DUEL_MORE_ERAS names that registry), never
+to envs/eras.yaml.
+"""
+import collections
+import os
+import shutil
+import time
+
+from packaging.version import Version
+
+from duel.cell import locks
+from duel.host.stacks import as_of, eras, releases
+
+PACKAGES = {"pytorch": "torch", "tensorflow": "tensorflow"}
+HELD = ("other", "transformers")  # let go in this order where the held stack will not resolve
+REGISTRY = "eras.yaml"
+LOCKS = "locks"
+USED = "duel-last-used"  # touched in an environment each time a bisection measures with it
+Stack = collections.namedtuple("Stack", "era version date python lock released")
+
+
+def package(framework):
+    return PACKAGES[framework]
+
+
+def other(framework):
+    return [PACKAGES[name] for name in PACKAGES if name != framework][0]
+
+
+def era_name(framework, version):
+    return "%s-%s" % (package(framework), version)
+
+
+def pins_of(lock):
+    """{canonical name: version} of a lock file."""
+    return dict((locks.canonical(name), version) for name, version in eras.lock_pins(lock))
+
+
+def held_of(framework, lock, date):
+    """What a bisection holds from its lower end's lock (of ``date``): {'other': pin,
+    'transformers': pin, 'python': X.Y, 'date': date}; a release is resolved as of its own day
+    or this date, whichever is later, so that the held pins were out."""
+    pins = pins_of(lock)
+    held = {"python": eras.required_python(lock), "date": date}
+    for key, name in (("other", other(framework)), ("transformers", "transformers")):
+        if name in pins:
+            held[key] = "%s==%s" % (name, pins[name])
+    return held
+
+
+def resolve(framework, release, held, resolver):
+    """(python, requirement lines, lock text, released): ``release`` (a releases.Release) as of
+    its day with ``held`` pinned, letting go of HELD in order where that does not resolve;
+    ``resolver(date, lines, pythons)`` is as_of.resolve with its uv and options bound."""
+    pythons = [held["python"]] + [one for one in as_of.PYTHONS if one != held["python"]]
+    pythons = [one for one in pythons if one in release.pythons] or list(release.pythons)
+    reasons = []
+    for count in range(len(HELD) + 1):
+        released = HELD[:count]
+        lines = as_of.requirements(["%s==%s" % (package(framework), release.version)] + [
+            held[key] for key in HELD if key in held and key not in released])
+        try:
+            python, text = resolver(max(release.date, held.get("date", "")), lines, pythons)
+        except as_of.AsOfError as error:
+            reasons.append(str(error))
+            continue
+        return python, lines, text, released
+    raise as_of.AsOfError("; ".join(reasons))
+
+
+RELEASED = "let go of (as of its day, not held): "
+
+
+def make_era(folder, checkout, framework, release, held, resolver):
+    """The release's Stack: its lock and entry in ``folder``'s registry, made once (a release
+    already there is read back)."""
+    era = era_name(framework, release.version)
+    lock = os.path.join(folder, LOCKS, era + ".txt")
+    if era not in eras.registry(checkout):
+        python, lines, resolved, released = resolve(framework, release, held, resolver)
+        text = as_of.lock_text(era, release.date, python, lines, resolved,
+                               made_by="duel bisect",
+                               notes=[RELEASED + (", ".join(released) or "nothing")])
+        as_of.write_era(checkout, era, release.date, python, text,
+                        registry=os.path.join(folder, REGISTRY), locks_dir=os.path.dirname(lock))
+    return Stack(era, release.version, release.date, eras.required_python(lock), lock,
+                 released_of(lock))
+
+
+def released_of(lock):
+    """What a release's lock let go of (HELD names), from its header."""
+    with open(lock) as handle:
+        for line in handle:
+            if line.startswith("# " + RELEASED):
+                words = line[len("# " + RELEASED):].strip()
+                return () if words == "nothing" else tuple(words.split(", "))
+    return ()
+
+
+def end_release(framework, end, listed, checkout):
+    """A range's end: an era of envs/eras.yaml (its lock's release, its own stack: returned as
+    a Stack), a date (the newest release out by then) or a version (a minor means its newest
+    patch): a releases.Release, or a Stack."""
+    known = eras.registry(checkout)
+    if end in known:
+        lock = eras.lock_file(checkout, end, "cpu")
+        pins = pins_of(lock)
+        if package(framework) not in pins:
+            raise as_of.AsOfError("era %s has no %s" % (end, package(framework)))
+        return Stack(end, pins[package(framework)], known[end].date, eras.required_python(lock),
+                     lock, ())
+    if as_of.DATE.match(end):
+        out = [one for one in listed if one.date <= as_of.check_date(end)]
+        if not out:
+            raise as_of.AsOfError("no %s release with wheels here was out on %s"
+                                  % (package(framework), end))
+        return out[-1]
+    exact = [one for one in listed if one.version == end]
+    if exact and len(Version(end).release) > 2:
+        return exact[0]
+    same = [one for one in listed if releases.minor(one.version) == releases.minor(end)]
+    if not same or len(Version(end).release) > 2:
+        raise as_of.AsOfError("%s %s has no release with wheels for Python %s here" % (
+            package(framework), end, ", ".join(as_of.PYTHONS)))
+    return same[-1]
+
+
+def between(listed, low, high):
+    """The releases a bisection steps through strictly between its ends (a minor each, its
+    newest patch), oldest first."""
+    inner = releases.minors(listed, low, high)
+    return [one for one in inner if Version(low) < Version(one.version) < Version(high)
+            and releases.minor(one.version) not in (releases.minor(low), releases.minor(high))]
+
+
+def size_bytes(prefix):
+    total = 0
+    for root, _, names in os.walk(prefix):
+        for name in names:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                total += os.path.getsize(path)
+    return total
+
+
+def touch(prefix):
+    with open(os.path.join(prefix, USED), "w") as handle:
+        handle.write(time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+
+def make_room(envs_dir, need_bytes, keep, eras_made, log):
+    """Remove the least recently used environments of bisection eras (``eras_made``: their
+    names; never another era's, never ``keep``) until ``need_bytes`` are free on the disk."""
+    found = []
+    for era in eras_made:
+        for prefix in sorted(os.path.join(envs_dir, era, "cpu", key)
+                             for key in (os.listdir(os.path.join(envs_dir, era, "cpu"))
+                                         if os.path.isdir(os.path.join(envs_dir, era, "cpu"))
+                                         else ())):
+            if os.path.isdir(prefix) and os.path.abspath(prefix) != os.path.abspath(keep):
+                used = os.path.join(prefix, USED)
+                found.append((os.path.getmtime(used) if os.path.exists(used) else 0, prefix))
+    for _, prefix in sorted(found):
+        if shutil.disk_usage(envs_dir).free >= need_bytes:
+            return
+        log("disk short: removing the least recently used environment %s" % prefix)
+        shutil.rmtree(prefix)

@@ -1,0 +1,194 @@
+"""duel bisect: the search on recorded figures, the release listing on a recorded index page, a
+release's era resolved with the held stack (real uv, no framework installed), and the command's
+dry run and refusals. The real bisections are benchmarks (benchmarks/results/), not tests."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from duel.host.bisect import answer, search, stack
+from duel.host.render import bisection
+from duel.host.stacks import as_of, eras, releases
+
+from conftest import DUEL, REPO
+
+INDEX = os.path.join(REPO, "tests", "data", "index", "tensorflow.json")
+# Per-process figures (ms) as runs of BERT-base 1x128 give them on a 2-vCPU VM: three processes
+# each, about 1% apart within a release.
+LEVEL = {"slow": [359.2, 356.5, 363.7], "mid": [250.1, 247.9, 252.6], "fast": [150.3, 151.9,
+                                                                          149.2]}
+NOISY = [180.0, 330.0, 250.0]
+
+
+def searched(series):
+    """search.search over ``series`` (figures, or a Skip reason); the releases it measured."""
+    asked = []
+
+    def measure(index):
+        asked.append(index)
+        if isinstance(series[index], str):
+            raise search.Skip(series[index])
+        return series[index]
+
+    return search.search(len(series), measure), asked
+
+
+def steps(found):
+    return [(one.kind, one.change.before, one.change.after) for one in found.findings]
+
+
+@pytest.mark.unit
+def test_one_step_is_found_in_few_measurements():
+    series = [LEVEL["slow"]] * 6 + [LEVEL["fast"]] * 8
+    found, asked = searched(series)
+    assert steps(found) == [("step", 5, 6)]
+    assert found.findings[0].change.ratio == pytest.approx(150.47 / 359.78, rel=1e-3)
+    assert found.total.clear and len(asked) <= 2 + 4  # the ends, then one per halving
+
+
+@pytest.mark.unit
+def test_two_steps_are_both_followed():
+    series = [LEVEL["slow"]] * 4 + [LEVEL["mid"]] * 5 + [LEVEL["fast"]] * 5
+    found, _ = searched(series)
+    assert steps(found) == [("step", 3, 4), ("step", 8, 9)]
+    assert all(one.change.ratio < 1 for one in found.findings)
+
+
+@pytest.mark.unit
+def test_no_clear_change_between_the_ends_searches_nothing():
+    series = [LEVEL["slow"]] * 2 + [[358.0, 361.0, 357.3]] * 10
+    found, asked = searched(series)
+    assert not found.total.clear and found.findings == [] and asked == [0, 11]
+
+
+@pytest.mark.unit
+def test_a_noisy_middle_leaves_an_unresolved_range_not_a_step():
+    series = [LEVEL["slow"], NOISY, LEVEL["fast"]]
+    found, _ = searched(series)
+    assert steps(found) == [("unresolved", 0, 2)]
+    assert "neither half" in found.findings[0].reason
+
+
+@pytest.mark.unit
+def test_a_release_that_cannot_be_measured_is_skipped_for_its_neighbour():
+    series = [LEVEL["slow"]] * 3 + ["it will not import"] + [LEVEL["fast"]] * 4
+    found, _ = searched(series)
+    assert found.skipped == {3: "it will not import"}
+    assert steps(found) == [("unresolved", 2, 4)]
+    assert found.findings[0].reason == "no release between could be measured"
+
+
+@pytest.mark.unit
+def test_an_end_that_cannot_be_measured_ends_the_search():
+    with pytest.raises(search.Skip, match="an end"):
+        searched(["no wheel"] + [LEVEL["fast"]] * 3)
+
+
+def recorded_releases():
+    with open(INDEX) as handle:
+        return releases.releases(json.load(handle))
+
+
+@pytest.mark.unit
+def test_releases_are_final_wheels_for_pythons_at_hand_with_their_day():
+    listed = recorded_releases()
+    versions = [one.version for one in listed]
+    assert versions[:3] == ["2.0.0", "2.0.1", "2.0.2"] and "2.13.0rc0" not in versions
+    first = listed[0]
+    assert (first.date, first.pythons) == ("2019-09-30", ("3.7",))
+    assert [one.pythons for one in listed if one.version == "2.12.0"] == [("3.11",)]
+    assert [one.version for one in releases.minors(listed, "2.1", "2.12")] == [
+        "2.1.4", "2.2.3", "2.3.4", "2.11.0", "2.12.1"]
+
+
+@pytest.mark.unit
+def test_ends_and_the_releases_between():
+    listed = recorded_releases()
+    assert stack.end_release("tensorflow", "2.0", listed, REPO).version == "2.0.4"
+    assert stack.end_release("tensorflow", "2.0.0", listed, REPO).version == "2.0.0"
+    assert stack.end_release("tensorflow", "2020-08-01", listed, REPO).version == "2.3.0"
+    era = stack.end_release("tensorflow", "hf2019", listed, REPO)
+    assert (era.era, era.version, era.python) == ("hf2019", "2.0.0", "3.7")
+    assert [one.version for one in stack.between(listed, "2.0.0", "2.13.0")] == [
+        "2.1.4", "2.2.3", "2.3.4", "2.11.0", "2.12.1"]
+    with pytest.raises(as_of.AsOfError, match="no release"):
+        stack.end_release("tensorflow", "2.4.9", listed, REPO)
+
+
+@pytest.mark.install
+def test_a_release_resolves_with_the_held_stack_and_lets_go_only_where_wheels_end(tmp_path):
+    """TensorFlow 2.3 resolves with 2019's torch and transformers on Python 3.7 (its absl-py of
+    that day is a source package, built by that Python); 2.12 has no Python 3.7 wheels, and
+    torch 1.3 none for 3.11, so the other framework is let go, transformers still held."""
+    from duel.host.bisect import bisection
+
+    resolver = bisection.resolver(os.path.join(REPO, ".venv", "bin", "uv"))
+    held = stack.held_of("tensorflow", os.path.join(REPO, "envs", "hf2019.txt"),
+                         "2019-10-15")
+    assert held == {"python": "3.7", "date": "2019-10-15", "other": "torch==1.3.0",
+                    "transformers": "transformers==2.1.1"}
+    for version, python, released, torch in (("2.3.0", "3.7", (), "1.3.0"),
+                                             ("2.12.0", "3.11", ("other",), None)):
+        release = [one for one in recorded_releases() if one.version == version][0]
+        found_python, _, text, let_go = stack.resolve("tensorflow", release, held, resolver)
+        pins = as_of.versions(text)
+        assert (found_python, let_go, pins["tensorflow"], pins["transformers"]) == (
+            python, released, version, "2.1.1")
+        assert torch is None and pins["torch"] != "1.3.0" or pins["torch"] == torch
+
+
+@pytest.mark.unit
+def test_a_bisections_registry_joins_the_checkouts(tmp_path, monkeypatch):
+    registry = tmp_path / "eras.yaml"
+    lock = tmp_path / "locks" / "tensorflow-2.5.3.txt"
+    lock.parent.mkdir()
+    lock.write_text("# requires-python: 3.7\ntensorflow==2.5.3\n")
+    registry.write_text("eras:\n  tensorflow-2.5.3:\n    date: 2022-02-02\n    python: \"3.7\"\n"
+                        "    locks: {cpu: %s}\n" % lock)
+    monkeypatch.setenv(eras.MORE_ERAS_ENV, str(registry))
+    known = eras.registry(REPO)
+    assert list(known)[:2] == ["hf2019", "hf2021"] and "tensorflow-2.5.3" in known
+    assert list(known).index("tensorflow-2.5.3") == list(known).index("hf2021") + 1
+    assert eras.lock_file(REPO, "tensorflow-2.5.3", "cpu") == str(lock)
+    monkeypatch.setenv(eras.MORE_ERAS_ENV, str(tmp_path / "gone.yaml"))
+    with pytest.raises(eras.EraError, match="gone.yaml"):
+        eras.registry(REPO)
+
+
+RECORD = {
+    "name": "n", "model": "bert-base-cased", "framework": "tensorflow", "mode": "function",
+    "batch_size": 1, "seq_len": 128, "method": "duel", "machine": "vm", "cpu_model": "AMD EPYC",
+    "total": {"ratio": 0.42, "low": 0.41, "high": 0.43, "clear": True},
+    "findings": [{"kind": "step", "before": 0, "after": 1, "ratio": 0.42, "low": 0.41,
+                  "high": 0.43, "reason": None, "confounded": ["python"],
+                  "coincides": ["build onednn: false -> true", "python: 3.7 -> 3.11"]}],
+    "releases": [
+        {"version": "2.11.0", "date": "2022-11-18", "status": "measured", "figure_ms": 359.0,
+         "low_ms": 350.0, "high_ms": 368.0, "python": "3.7", "build": {"onednn": False}},
+        {"version": "2.12.1", "date": "2023-07-05", "status": "measured", "figure_ms": 150.0,
+         "low_ms": 149.0, "high_ms": 151.0, "python": "3.11", "build": {"onednn": True}}],
+    "environments_built": 1, "seconds": 600.0}
+
+
+@pytest.mark.unit
+def test_the_answer_names_the_step_and_what_moved_with_it(tmp_path):
+    said = bisection.lines(RECORD)
+    assert said[2] == ("  step at 2.11.0 -> 2.12.1: faster, time ratio 0.42 [0.41, 0.43]; "
+                       "python moved too, and these runs cannot tell them from the release")
+    assert "    with it: build onednn: false -> true" in said
+    before, after = RECORD["releases"]
+    assert answer.coincides(before, after) == ["build onednn: False -> True",
+                                               "python: 3.7 -> 3.11"]
+    answer.write(RECORD, str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["bisect.csv", "bisect.json", "bisect.png"]
+
+
+@pytest.mark.install
+def test_bad_ends_are_refused_in_one_line():
+    for ends, words in ((["--from", "2.13", "--to", "2.0"], "range"),
+                        (["--from", "hf2019", "--to", "9.9"], "no release")):
+        answer_ = subprocess.run(DUEL + ["bisect", "bert-base-cased/tensorflow/function/1x128",
+                                  "--dry-run"] + ends, capture_output=True, text=True)
+        assert answer_.returncode == 2, answer_.stderr
+        assert len(answer_.stderr.splitlines()) == 1 and words in answer_.stderr

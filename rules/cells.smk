@@ -69,7 +69,7 @@ rule run_cell:
         python=JOBS.era_python,
         runner=JOBS.era_runner,
         image=JOBS.image_record,
-        drift=JOBS.drift_record,
+        software=JOBS.software_record,
         reference_dir=lambda wildcards, input: os.path.dirname(input.reference),
         script=RUN_CELL,
         grid=JOBS.grid,
@@ -111,6 +111,6 @@ rule run_cell:
         " --fresh-processes {params.fresh_processes:q}"
         " --point-time-limit {params.point_time_limit}"
         " --repeat {params.timeit[repeat]} --number {params.timeit[number]}"
-        " --runner {params.runner:q} {params.image:q} {params.drift:q} {params.deployed:q}"
+        " --runner {params.runner:q} {params.image:q} {params.software:q} {params.deployed:q}"
         " {params.points:q}"
         " --progress-fd 3 --output {output.shard:q} 3>&2 > {log:q} 2>&1"

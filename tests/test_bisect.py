@@ -157,7 +157,7 @@ def test_a_bisections_registry_joins_the_checkouts(tmp_path, monkeypatch):
 
 
 RECORD = {
-    "name": "n", "model": "bert-base-cased", "framework": "tensorflow", "mode": "function",
+    "name": "bert-tf-function-2.11-2.12", "model": "bert-base-cased", "framework": "tensorflow", "mode": "function",
     "batch_size": 1, "seq_len": 128, "method": "duel", "machine": "vm", "cpu_model": "AMD EPYC",
     "total": {"ratio": 0.42, "low": 0.41, "high": 0.43, "clear": True},
     "findings": [{"kind": "step", "before": 0, "after": 1, "ratio": 0.42, "low": 0.41,
@@ -192,3 +192,41 @@ def test_bad_ends_are_refused_in_one_line():
                                   "--dry-run"] + ends, capture_output=True, text=True)
         assert answer_.returncode == 2, answer_.stderr
         assert len(answer_.stderr.splitlines()) == 1 and words in answer_.stderr
+
+
+@pytest.mark.unit
+def test_the_other_framework_moves_to_its_nearest_release_with_wheels_before_it_is_let_go():
+    others = [releases.Release("1.3.0", "2019-10-10", ("3.6", "3.7")),
+              releases.Release("1.13.0", "2022-10-28", ("3.7", "3.11")),
+              releases.Release("2.0.0", "2023-03-15", ("3.11",))]
+    held = {"python": "3.7", "date": "2019-10-15", "other": "torch==1.3.0",
+            "transformers": "transformers==2.1.1"}
+    release = releases.Release("2.12.0", "2023-03-22", ("3.11",))
+    tried = list(stack.candidates("tensorflow", release, held, "3.11", others, "2023-03-22"))
+    assert tried == [
+        (["tensorflow==2.12.0", "torch==1.3.0", "transformers==2.1.1"], ()),
+        (["tensorflow==2.12.0", "torch==1.13.0", "transformers==2.1.1"], ("other",)),
+        (["tensorflow==2.12.0", "torch==1.13.0"], ("other", "transformers")),
+        (["tensorflow==2.12.0", "transformers==2.1.1"], ("other",)),
+        (["tensorflow==2.12.0"], ("other", "transformers"))]
+    assert stack.nearest("torch==1.3.0", others, "3.11", "2022-01-01") is None  # not out yet
+
+
+@pytest.mark.unit
+def test_a_short_disk_removes_the_least_recently_used_bisection_environments(tmp_path):
+    envs = tmp_path / "envs"
+    for age, era in enumerate(["tensorflow-2.5.3", "tensorflow-2.9.3", "hf2019"]):
+        prefix = envs / era / "cpu" / "0123456789ab"
+        prefix.mkdir(parents=True)
+        stack.touch(str(prefix))
+        os.utime(str(prefix / stack.USED), (1000 + age, 1000 + age))
+    keep = str(envs / "tensorflow-2.9.3" / "cpu" / "0123456789ab")
+    said = []
+    stack.make_room(str(envs), 0, keep, ["tensorflow-2.5.3", "tensorflow-2.9.3"], said.append)
+    assert said == []  # room enough: nothing removed
+    stack.make_room(str(envs), 1 << 62, keep, ["tensorflow-2.5.3", "tensorflow-2.9.3"],
+                    said.append)
+    assert len(said) == 1 and "tensorflow-2.5.3" in said[0]  # neither the kept nor an era's
+    assert sorted(os.listdir(str(envs))) == ["hf2019", "tensorflow-2.5.3", "tensorflow-2.9.3"]
+    assert not (envs / "tensorflow-2.5.3" / "cpu" / "0123456789ab").exists()
+    assert os.path.exists(keep) and (envs / "hf2019" / "cpu" / "0123456789ab").exists()

@@ -1,7 +1,7 @@
-"""``duel publish`` for real: a store of real shards (three runs, two machines) published as a
-static site, every local link of every page resolving, and a headless Chromium opening the index
-and a trend page from file:// with no console error and a drawn page (Chromium installed with
-apt where missing, tests/debian_packages.py)."""
+"""``duel publish`` for real: a store of real shards (three runs, two machines) and a bisection's
+answer published as a static site, every local link of every page resolving, and a headless
+Chromium opening the index, a trend page and the bisections from file:// with no console error
+and a drawn page (Chromium installed with apt where missing, tests/debian_packages.py)."""
 import html.parser
 import os
 import re
@@ -15,7 +15,8 @@ from PIL import Image
 import debian_packages
 from conftest import DUEL, cell_rows
 from duel.cell import shard
-from duel.host.store import ingest
+from duel.host.store import archive, ingest
+from test_bisect import RECORD
 
 pytestmark = pytest.mark.install
 
@@ -52,6 +53,7 @@ def site(tmp_path_factory):
         added = ingest.add_folder(store, results_folder(base / name, scale, started), machine,
                                   create=True)
         assert len(added) == 1, added
+    archive.add_bisection(store, RECORD)
     out = str(base / "site")
     result = subprocess.run([*DUEL, "publish", out, "--store", store],
                             capture_output=True, text=True, timeout=300)
@@ -79,7 +81,7 @@ def pages(out):
 
 def test_every_page_is_there_and_every_link_resolves(site):
     found = [os.path.relpath(path, site) for path in pages(site)]
-    assert "index.html" in found and "machines.html" in found, found
+    assert {"index.html", "machines.html", "bisections.html"} <= set(found), found
     assert os.path.join("scope", "current_cpu_fp32_inference_duel.html") in found, found
     assert {os.path.join("model", "gpt2.html"), os.path.join("model", "bert.html")} <= set(found)
     ids = {}
@@ -103,12 +105,15 @@ def test_every_page_is_there_and_every_link_resolves(site):
     scope = open(os.path.join(site, "scope", "current_cpu_fp32_inference_duel.html"),
                  encoding="utf-8").read()
     assert "PyTorch eager vs TensorFlow eager" in scope and scope.count("<tr>") == 4, scope
+    bisections = open(os.path.join(site, "bisections.html"), encoding="utf-8").read()
+    assert "step at 2.11.0 -&gt; 2.12.1: faster, time ratio 0.42 [0.41, 0.43]" in bisections
+    assert 'href="bisections.html"' in index
     machines = open(os.path.join(site, "machines.html"), encoding="utf-8").read()
     assert re.search(r">alpha</th><th[^>]*>beta</th><th[^>]*>beta / alpha</th>", machines), \
         machines
 
 
-@pytest.mark.parametrize("page", ["index.html", "model/gpt2.html"])
+@pytest.mark.parametrize("page", ["index.html", "model/gpt2.html", "bisections.html"])
 def test_chromium_draws_the_page_without_console_errors(site, chromium, page, tmp_path):
     screenshot = str(tmp_path / "page.png")
     result = subprocess.run(

@@ -87,10 +87,10 @@ COMMANDS = {
     ".venv/bin/duel store check --fix": "a check of a damaged store (tests/test_store_faults.py "
                                         "runs it)",
     ".venv/bin/duel publish site": RUN,
-    ".venv/bin/duel store sql \"SELECT machine, count(*) AS runs FROM runs GROUP BY machine\"":
-        RUN,
-    ".venv/bin/duel store sql \"SELECT run_id, model, median FROM points WHERE batch_size = 1\"":
-        RUN,
+    ".venv/bin/duel bisect bert-base-cased/tensorflow/function/1x128 --from hf2019 --to 2.13 "
+    "--dry-run": RUN,
+    ".venv/bin/duel bisect bert-base-cased/tensorflow/function/1x128 --from hf2019 --to 2.13":
+        "a bisection: an hour of environments and runs (benchmarks/results/2026-12-06-bisect.md)",
     ".venv/bin/snakemake --unlock --cores 1": RUN,
     ".venv/bin/snakemake --cores all --rerun-incomplete": RUN,
 }

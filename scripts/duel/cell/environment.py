@@ -200,10 +200,11 @@ def era_lock_file(era, device, checkout=None):
     return None
 
 
-def lock_columns(era, device, drift_accepted, checkout=None):
-    """The lock file and installed-set columns of a shard (duel/cell/locks.py), read from the
-    interpreter this cell runs in, and whether the run accepted a drifted environment."""
+def lock_columns(era, device, drift_accepted, checkout=None, lock=None):
+    """The lock file (``lock``, else the era's in envs/) and installed-set columns of a shard
+    (duel/cell/locks.py), read from the interpreter this cell runs in, and whether the run
+    accepted a drifted environment."""
     checkout = checkout or os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-    columns = locks.lock_columns(era_lock_file(era, device, checkout), checkout)
+    columns = locks.lock_columns(lock or era_lock_file(era, device, checkout), checkout)
     columns["drift_accepted"] = bool(drift_accepted)
     return columns

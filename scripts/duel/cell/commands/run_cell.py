@@ -107,6 +107,9 @@ def parse_args(argv=None):
     recorded.add_argument("--accept-drift", action="store_true",
                           help="the run accepted a workflow environment that differs from its "
                                "lock file (config key accept_drift); recorded in every row")
+    recorded.add_argument("--lock-file", default=None,
+                          help="the era's lock file where it is not envs/<era>[-<device>].txt "
+                               "(an era a bisection made)")
     deployed = parser.add_argument_group(
         "deployment modes (%s)" % ", ".join(mode_names(kinds=DEPLOYED)))
     deployed.add_argument("--artifact-dir", default=None,
@@ -170,7 +173,8 @@ def settings_digest(args, spec):
     for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build",
                   "attempt", "points", "fresh_processes", "point_time_limit"):
         settings.pop(where)
-    settings.pop("accept_drift")  # recorded, but it changes no number
+    for recorded in ("accept_drift", "lock_file"):  # recorded, but they change no number
+        settings.pop(recorded)
     settings["architecture"] = spec.architecture
     settings["max_sequence_length"] = spec.max_sequence_length
     encoded = json.dumps(settings, sort_keys=True, separators=(",", ":")).encode("utf-8")
@@ -354,7 +358,8 @@ def measure(args):
     )
     columns.update(bound)
     columns.update(adapter.environment())
-    columns.update(environment.lock_columns(args.era, args.device, args.accept_drift))
+    columns.update(environment.lock_columns(args.era, args.device, args.accept_drift,
+                                            lock=args.lock_file))
     settings = sweep.SweepSettings(
         seed=args.seed,
         duel=timing.DuelSettings(

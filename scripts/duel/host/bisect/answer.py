@@ -18,19 +18,25 @@ STACK = ("python", "transformers", "numpy")  # beside the other framework
 CONFOUNDING = ("python", "transformers")  # a step that moves these is not the release's alone
 
 
-def _fact(value):
-    """A build fact without the paths in it (an include folder names its environment)."""
-    return PATHS.sub("", value).strip() if isinstance(value, str) else value
+def facts(build):
+    """A build's facts, nested ones flattened to ``outer.inner``, without the paths in them (an
+    include folder names its environment)."""
+    flat = {}
+    for name, value in (build or {}).items():
+        if isinstance(value, dict):
+            flat.update(("%s.%s" % (name, inner), one) for inner, one in facts(value).items())
+        else:
+            flat[name] = PATHS.sub("", value).strip() if isinstance(value, str) else value
+    return flat
 
 
 def coincides(before, after):
     """What changed beside the framework between two measured releases (their records): build
     facts and stack versions, as 'name: old -> new' lines."""
     moved = []
-    old, new = [dict((key, _fact(value)) for key, value in (side.get("build") or {}).items())
-                for side in (before, after)]
+    old, new = facts(before.get("build")), facts(after.get("build"))
     for name in sorted(set(old) | set(new)):
-        if name not in ("version",) and old.get(name) != new.get(name):
+        if name != "version" and old.get(name) != new.get(name):
             moved.append("build %s: %s -> %s" % (name, old.get(name, "unsaid"),
                                                  new.get(name, "unsaid")))
     for name in STACK + ("other",):

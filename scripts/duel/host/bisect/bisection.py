@@ -12,6 +12,7 @@ import time
 
 from packaging.utils import parse_wheel_filename
 
+from duel.cell import environment
 from duel.host.bisect import answer, measure, search, stack
 from duel.host.stacks import as_of, eras, pip_sources, releases
 from duel.host.verdicts import statistics
@@ -75,8 +76,10 @@ def dry_run(framework, sequence, checkout, say):
         "(the ends, then one per halving), more for each further step" % (
             len(sequence), stack.package(framework), sequence[0].version, sequence[-1].version,
             most_measured(len(sequence))))
+    held = getattr(sequence[0], "python", None)
     for one in sequence:
-        python = getattr(one, "python", None) or one.pythons[-1]
+        python = getattr(one, "python", None) or (
+            held if held in one.pythons else one.pythons[-1])
         size = wheel_bytes(page, one.version, python)
         built = isinstance(one, stack.Stack) and eras.stale_reason(eras.keyed_prefix(
             os.path.join(checkout, ENVS_DIR), one.era, "cpu", one.lock), one.lock) is None
@@ -93,12 +96,16 @@ def release_record(one, index):
 
 
 def run(point, start, end, folder, store, checkout, uv, name, min_effect=statistics.MIN_EFFECT,
-        say=print):
-    """Bisect ``point`` between ``start`` and ``end``; the answer's record (also written)."""
+        remeasure=False, say=print):
+    """Bisect ``point`` between ``start`` and ``end``; the answer's record (also written). With
+    ``remeasure``, no run stored before this bisection began counts: every release is measured
+    again in fresh processes (the environments are reused)."""
     began = time.time()
+    since = environment.utc_now() if remeasure else ""
     prepare(folder)
     sequence, _ = plan(point.framework, start, end, checkout)
     resolve = resolver(uv)
+    others = releases.releases(releases.project_page(stack.other(point.framework)))
     held = (stack.held_of(point.framework, sequence[0].lock, sequence[0].date)
             if isinstance(sequence[0], stack.Stack) else {"python": as_of.PYTHONS[0]})
     records = [release_record(one, index) for index, one in enumerate(sequence)]
@@ -113,7 +120,8 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
         record = records[index]
         if not isinstance(one, stack.Stack):
             try:
-                one = stack.make_era(folder, checkout, point.framework, one, held, resolve)
+                one = stack.make_era(folder, checkout, point.framework, one, held, resolve,
+                                     others)
             except as_of.AsOfError as error:
                 record.update(status="skipped", reason="it will not resolve: %s" % error)
                 raise search.Skip(record["reason"])
@@ -126,7 +134,7 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
                       transformers=pins.get("transformers"), numpy=pins.get("numpy"),
                       other="%s %s" % (stack.other(point.framework),
                                        pins.get(stack.other(point.framework))))
-        found = measure.stored(store, point, one.era, one.lock, here)
+        found = measure.stored(store, point, one.era, one.lock, here, since)
         if found is None:
             prefix = eras.keyed_prefix(envs_dir, one.era, "cpu", one.lock)
             fresh = (not eras.in_workflow_env(one.era, "cpu", one.lock)
@@ -139,14 +147,14 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
             started = time.time()
             run_folder = os.path.join(folder, "runs", one.era)
             code = measure.run(checkout, run_folder, measure.config(point, one.era, store),
-                               os.environ[eras.MORE_ERAS_ENV], say)
+                               os.environ[eras.MORE_ERAS_ENV])
             record["run_s"] = round(time.time() - started, 1)
             if fresh and os.path.isdir(prefix):
                 built.append(one.era)
                 record["environment_gb"] = round(stack.size_bytes(prefix) / 1e9, 2)
             if os.path.isdir(prefix):
                 stack.touch(prefix)
-            found = measure.stored(store, point, one.era, one.lock, here)
+            found = measure.stored(store, point, one.era, one.lock, here, since)
             if found is None:
                 record.update(status="skipped", reason="its run stored no row (exit status %d: %s)"
                               % (code, measure.last_lines(run_folder)))
@@ -182,6 +190,7 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
         "name": name, "model": point.model, "framework": point.framework, "mode": point.mode,
         "batch_size": point.batch_size, "seq_len": point.seq_len, "method": "duel",
         "machine": here, "cpu_model": cpu[0], "from": start, "to": end, "min_effect": min_effect,
+        "remeasured": bool(remeasure),
         "total": {"ratio": total.ratio, "low": answer.finite(total.low),
                   "high": answer.finite(total.high), "clear": total.clear},
         "findings": findings, "releases": records, "environments_built": len(built),

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+import duckdb
 import numpy as np
 import yaml
 
@@ -21,33 +22,31 @@ from duel.host.stacks import eras
 from duel.host.store import archive
 
 
-def config(point, era, store, base=None):
+def config(point, era, store):
     """The run's config: the point alone, in ``era``, its runs added to ``store``; every other
-    key (method, replicates, settling) as ``base`` (the workflow's config file) has it."""
-    settings = dict(base or {})
-    settings.update({
+    key (method, replicates, settling) as the workflow's config file has it."""
+    return {
         "eras": [era], "devices": ["cpu"], "frameworks": [point.framework],
         "modes": {point.framework: [point.mode]}, "models": [point.model],
         "batch_sizes": [point.batch_size], "sequence_lengths": [point.seq_len],
-        "tasks": ["inference"], "precisions": ["fp32"], "store": os.path.abspath(store)})
-    return settings
+        "tasks": ["inference"], "precisions": ["fp32"], "store": os.path.abspath(store)}
 
 
-def stored(store, point, era, lock, machine):
-    """The newest stored run of ``point`` in ``era`` built from ``lock`` on ``machine``:
-    (run_id, [per-process figures], [framework_build]) or None."""
+def stored(store, point, era, lock, machine, since=""):
+    """The newest stored run of ``point`` in ``era`` built from ``lock`` on ``machine`` (started
+    at ``since`` or later, an ISO time): (its run id, its rows of the point), or None."""
     if not os.path.isdir(store):
         return None
     sql = ("SELECT p.run_id, r.started_at, p.replicate, p.status, p.method, p.median, p.mean, "
            "p.framework_build, p.cpu_model FROM points p JOIN runs r USING (run_id) "
            "WHERE p.era = ? AND p.lock_sha256 = ? AND r.machine = ? AND p.model = ? "
            "AND p.framework = ? AND p.mode = ? AND p.batch_size = ? AND p.seq_len = ? "
-           "AND coalesce(p.counted, true) ORDER BY r.started_at, p.run_id")
+           "AND r.started_at >= ? AND coalesce(p.counted, true) ORDER BY r.started_at, p.run_id")
     try:
         rows = archive.query(store, sql, [era, eras.lock_sha256(lock), machine, point.model,
                                           point.framework, point.mode, point.batch_size,
-                                          point.seq_len], views=("runs", "points"))
-    except Exception:  # a store without such columns yet (no run of any point): nothing stored
+                                          point.seq_len, since], views=("runs", "points"))
+    except duckdb.BinderException:  # a store without a run yet lacks these columns
         return None
     if rows.empty:
         return None
@@ -79,9 +78,10 @@ def builds(rows):
     return {}
 
 
-def run(checkout, folder, settings, more_eras, log):
+def run(checkout, folder, settings, more_eras):
     """One workflow run in ``folder`` with ``settings``; its exit status. Its output goes to
-    ``folder``/snakemake.log and the lines that say how it went to ``log``."""
+    ``folder``/snakemake.log. The outputs of a run killed before are made again, not trusted
+    (--rerun-incomplete): an interrupted bisection resumes here."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "config.yaml")
     with open(path, "w") as handle:
@@ -90,7 +90,8 @@ def run(checkout, folder, settings, more_eras, log):
     with open(os.path.join(folder, "snakemake.log"), "w") as handle:
         answer = subprocess.run(
             [sys.executable, "-m", "snakemake", "-s", os.path.join(checkout, "Snakefile"),
-             "--directory", os.path.abspath(folder), "--cores", "all", "--configfile", path],
+             "--directory", os.path.abspath(folder), "--cores", "all", "--configfile", path,
+             "--rerun-incomplete"],
             stdout=handle, stderr=subprocess.STDOUT, env=environment)
     return answer.returncode
 

@@ -2,9 +2,11 @@
 
 The lower end fixes what is held: the other framework's release (it is not measured, but the
 reference weights are made with it), transformers' and the Python. Each release between is
-resolved as the index stood on its day (as_of), with those pins; where they cannot be resolved
-(no wheels of the held release for the Python the framework needs), the other framework is let
-go first, then transformers, each as of that day, and the release's row says what moved. Its
+resolved as the index stood on its day (as_of), with those pins, on the held Python where the
+release has wheels for it; where they cannot be resolved (no wheels of the held release for the
+Python the framework needs), the other framework moves to its nearest release with such wheels,
+then transformers is let go, then the other framework, each as of that day, and the release's
+row says what moved. Its
 lock and registry entry go to the bisection's folder ($DUEL_MORE_ERAS names that registry), never
 to envs/eras.yaml.
 """
@@ -19,7 +21,6 @@ from duel.cell import locks
 from duel.host.stacks import as_of, eras, releases
 
 PACKAGES = {"pytorch": "torch", "tensorflow": "tensorflow"}
-HELD = ("other", "transformers")  # let go in this order where the held stack will not resolve
 REGISTRY = "eras.yaml"
 LOCKS = "locks"
 USED = "duel-last-used"  # touched in an environment each time a bisection measures with it
@@ -55,47 +56,79 @@ def held_of(framework, lock, date):
     return held
 
 
-def resolve(framework, release, held, resolver):
+def nearest(held_pin, others, python, date):
+    """The other framework's pin nearest its held one that has a wheel for ``python`` and was
+    out on ``date`` (the oldest such release not older than the held one), or None."""
+    name, _, version = held_pin.partition("==")
+    later = [one for one in others if python in one.pythons and one.date <= date
+             and releases.Version(one.version) >= releases.Version(version)]
+    return "%s==%s" % (name, later[0].version) if later else None
+
+
+def candidates(framework, release, held, python, others, date):
+    """(pins, what is not held: 'other', 'transformers') to try for ``release`` on ``python``,
+    least change first: all held; the other framework at its nearest release with wheels for
+    that Python, with transformers held and then not; then the other framework as of the day,
+    with transformers held and then not."""
+    own = "%s==%s" % (package(framework), release.version)
+    other_pin, transformers = held.get("other"), held.get("transformers")
+    moved = nearest(other_pin, others, python, date) if other_pin else None
+    options = [(other_pin, transformers, ())]
+    if moved and moved != other_pin:
+        options += [(moved, transformers, ("other",)), (moved, None, ("other", "transformers"))]
+    options += [(None, transformers, ("other",)), (None, None, ("other", "transformers"))]
+    tried = []
+    for other_now, transformers_now, released in options:
+        pins = [own] + [pin for pin in (other_now, transformers_now) if pin]
+        if pins not in tried:
+            tried.append(pins)
+            yield pins, released
+
+
+def resolve(framework, release, held, resolver, others=()):
     """(python, requirement lines, lock text, released): ``release`` (a releases.Release) as of
-    its day with ``held`` pinned, letting go of HELD in order where that does not resolve;
-    ``resolver(date, lines, pythons)`` is as_of.resolve with its uv and options bound."""
+    its day (or the held stack's, if later) with ``held`` pinned where wheels allow, on the held
+    Python first; ``others`` lists the other framework's releases (releases.releases), for its
+    nearest release with wheels. ``resolver(date, lines, pythons)`` is as_of.resolve with its
+    uv and options bound."""
     pythons = [held["python"]] + [one for one in as_of.PYTHONS if one != held["python"]]
     pythons = [one for one in pythons if one in release.pythons] or list(release.pythons)
+    date = max(release.date, held.get("date", ""))
     reasons = []
-    for count in range(len(HELD) + 1):
-        released = HELD[:count]
-        lines = as_of.requirements(["%s==%s" % (package(framework), release.version)] + [
-            held[key] for key in HELD if key in held and key not in released])
-        try:
-            python, text = resolver(max(release.date, held.get("date", "")), lines, pythons)
-        except as_of.AsOfError as error:
-            reasons.append(str(error))
-            continue
-        return python, lines, text, released
+    for python in pythons:
+        for pins, released in candidates(framework, release, held, python, others, date):
+            lines = as_of.requirements(pins)
+            try:
+                found, text = resolver(date, lines, [python])
+            except as_of.AsOfError as error:
+                reasons.append(str(error))
+                continue
+            return found, lines, text, released
     raise as_of.AsOfError("; ".join(reasons))
 
 
 RELEASED = "let go of (as of its day, not held): "
 
 
-def make_era(folder, checkout, framework, release, held, resolver):
+def make_era(folder, checkout, framework, release, held, resolver, others=()):
     """The release's Stack: its lock and entry in ``folder``'s registry, made once (a release
     already there is read back)."""
     era = era_name(framework, release.version)
     lock = os.path.join(folder, LOCKS, era + ".txt")
     if era not in eras.registry(checkout):
-        python, lines, resolved, released = resolve(framework, release, held, resolver)
+        python, lines, resolved, released = resolve(framework, release, held, resolver, others)
         text = as_of.lock_text(era, release.date, python, lines, resolved,
                                made_by="duel bisect",
                                notes=[RELEASED + (", ".join(released) or "nothing")])
         as_of.write_era(checkout, era, release.date, python, text,
                         registry=os.path.join(folder, REGISTRY), locks_dir=os.path.dirname(lock))
+    eras.write_conda_twin(checkout, lock)  # the rules name every era's, --sdm conda or not
     return Stack(era, release.version, release.date, eras.required_python(lock), lock,
                  released_of(lock))
 
 
 def released_of(lock):
-    """What a release's lock let go of (HELD names), from its header."""
+    """What a release's lock did not hold ('other', 'transformers'), from its header."""
     with open(lock) as handle:
         for line in handle:
             if line.startswith("# " + RELEASED):

@@ -37,10 +37,14 @@ def add(subparsers):
     parser.add_argument("--to", dest="end", required=True, metavar="TO",
                         help="the newer end: an era, a date or a release")
     parser.add_argument("--output", metavar="DIR", default=None,
-                        help="the bisection's folder (default: bisect/<point>-<from>-<to>)")
+                        help="the bisection's folder, whose name its answer has in the store "
+                             "(default: bisect/<point>-<from>-<to>)")
     store.store_option(parser)
     parser.add_argument("--min-effect", type=float, default=statistics.MIN_EFFECT,
                         help="smallest relative step called clear (default %(default)s)")
+    parser.add_argument("--remeasure", action="store_true",
+                        help="measure every release again in fresh processes, not from the store "
+                             "(a rerun that checks the answer; environments are reused)")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the releases and what each costs; build and measure nothing")
     parser.add_argument("--uv", default=lock.default_uv(), help="the uv executable")
@@ -53,8 +57,9 @@ def name_of(point, start, end):
 
 
 def run(args):
-    name = name_of(args.point, args.start, args.end)
-    folder = os.path.abspath(args.output or os.path.join("bisect", name))
+    folder = os.path.abspath(args.output or os.path.join(
+        "bisect", name_of(args.point, args.start, args.end)))
+    name = SLUG.sub("-", os.path.basename(folder))  # the answer's name in the store
     target = archive.locate(args.store)
     try:
         if args.dry_run:
@@ -67,7 +72,8 @@ def run(args):
         else:
             archive.create(target)
         record = bisection.run(args.point, args.start, args.end, folder, target,
-                               command.CHECKOUT, args.uv, name, args.min_effect)
+                               command.CHECKOUT, args.uv, name, args.min_effect,
+                               args.remeasure)
     except (as_of.AsOfError, eras.EraError, archive.StoreError) as error:
         raise command.Refusal(str(error))
     except (releases.ReleaseError, search.Skip) as error:

@@ -1,6 +1,5 @@
 """``duel lock``: the project's lock files regenerated, complete, pinned, hashed."""
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,7 @@ RESOLVED = [
 # The eras' locks kept by hand: every lock of envs/eras.yaml that is not resolved above.
 HASHED = [lock for era in eras.registry(command.CHECKOUT).values()
           for lock in era.locks.values() if lock not in [item[0] for item in RESOLVED]]
-PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)")
+PIN = eras.PIN_LINE
 
 
 def blocks(text):
@@ -142,38 +141,6 @@ def rehash_lock(uv, uv_env, options, lock):
         handle.write("\n".join(lines) + "\n")
 
 
-CONDA_ENV = """# Era "{era}" as a conda environment, for `snakemake --sdm conda`.
-# The same pins as {lock} (duel lock writes them; tests/test_code_rules.py keeps them equal).
-channels:
-  - conda-forge
-  - nodefaults
-dependencies:
-  - python={python}
-  - pip
-  - pip:
-"""
-
-
-def write_conda_env(lock):
-    """envs/<name>.yaml (for ``snakemake --sdm conda``) lists the pins of envs/<name>.txt; an
-    era's (envs/eras.yaml) is made where it is missing."""
-    path = os.path.join(command.CHECKOUT, os.path.splitext(lock)[0] + ".yaml")
-    era = [entry for entry in eras.registry(command.CHECKOUT).values()
-           if lock in entry.locks.values()]
-    if not os.path.isfile(path):
-        if not era:
-            return
-        with open(path, "w") as handle:
-            handle.write(CONDA_ENV.format(era=era[0].name, lock=lock, python=era[0].python))
-    with open(os.path.join(command.CHECKOUT, lock)) as handle:
-        pins = [match.group(0) for match in map(PIN.match, handle) if match]
-    with open(path) as handle:
-        lines = handle.read().splitlines()
-    lines = lines[:lines.index("  - pip:") + 1] + ["      - " + pin for pin in pins]
-    with open(path, "w") as handle:
-        handle.write("\n".join(lines) + "\n")
-
-
 def default_uv():
     local = os.path.join(command.CHECKOUT, ".venv", "bin", "uv")
     return local if os.access(local, os.X_OK) else "uv"
@@ -220,7 +187,7 @@ def make_era(args, options, uv_env):
         python, resolved = as_of.resolve(args.uv, uv_env, options, date, lines)
         text = as_of.lock_text(args.era, date, python, lines, resolved)
         lock = as_of.write_era(command.CHECKOUT, args.era, date, python, text)
-        write_conda_env(os.path.relpath(lock, command.CHECKOUT))
+        eras.write_conda_twin(command.CHECKOUT, os.path.relpath(lock, command.CHECKOUT))
     except as_of.AsOfError as error:
         raise command.Refusal(str(error))
     except OSError as error:
@@ -252,13 +219,13 @@ def run(args):
                 print("resolving %s" % lock, file=sys.stderr)
                 compile_lock(args.uv, uv_env, options, lock, requirements, base, layered,
                              upgrade)
-                write_conda_env(lock)
+                eras.write_conda_twin(command.CHECKOUT, lock)
         index = pip_sources.pip_settings().get("index-url")
         for lock in HASHED:
             if not args.only or lock in args.only:
                 print("hashing %s" % lock, file=sys.stderr)
                 rehash_lock(args.uv, uv_env, ["--index-url", index] if index else [], lock)
-                write_conda_env(lock)
+                eras.write_conda_twin(command.CHECKOUT, lock)
     except (subprocess.CalledProcessError, OSError) as error:
         raise command.Failure(str(error))
     return command.FINE

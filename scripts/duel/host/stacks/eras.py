@@ -350,3 +350,37 @@ def ensure_env(era, lock, prefix, log=sys.stderr):
             log.write("environment %s: already built from this lock, reused\n" % prefix)
             return read_marker(prefix)
         return build_env(era, lock, prefix, log)
+
+
+# A lock's pin line: the name (extras kept) and the version, without its hash options.
+PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)")
+CONDA_ENV = """# Era "{era}" as a conda environment, for `snakemake --sdm conda`.
+# The same pins as {lock} (duel lock writes them; tests/test_code_rules.py keeps them equal).
+channels:
+  - conda-forge
+  - nodefaults
+dependencies:
+  - python={python}
+  - pip
+  - pip:
+"""
+
+
+def write_conda_twin(checkout, lock):
+    """<name>.yaml beside the lock <name>.txt (for ``snakemake --sdm conda``) lists its pins; an
+    era's (a lock of the registry) is made where it is missing."""
+    path = os.path.join(checkout, os.path.splitext(lock)[0] + ".yaml")
+    era = [entry for entry in registry(checkout).values()
+           if lock in entry.locks.values()]
+    if not os.path.isfile(path):
+        if not era:
+            return
+        with open(path, "w") as handle:
+            handle.write(CONDA_ENV.format(era=era[0].name, lock=lock, python=era[0].python))
+    with open(os.path.join(checkout, lock)) as handle:
+        pins = [match.group(0) for match in map(PIN_LINE.match, handle) if match]
+    with open(path) as handle:
+        lines = handle.read().splitlines()
+    lines = lines[:lines.index("  - pip:") + 1] + ["      - " + pin for pin in pins]
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")

@@ -162,9 +162,16 @@ class Jobs:
 
         return words
 
-    def drift_record(self, wildcards):
-        """--accept-drift for run_cell when config key accept_drift is set: every shard says so."""
-        return ["--accept-drift"] if self.config.get("accept_drift", False) else []
+    def software_record(self, wildcards):
+        """What run_cell records of the software beside what it finds: --accept-drift where
+        config key accept_drift is set; --lock-file where the era's lock is not in envs/ (a
+        bisection's era), which the cell could not find by the era's name."""
+        found = ["--accept-drift"] if self.config.get("accept_drift", False) else []
+        lock = self.era_lock(wildcards)
+        if os.path.dirname(os.path.abspath(lock)) != os.path.join(
+                os.path.abspath(self.checkout), "envs"):
+            found += ["--lock-file", os.path.abspath(lock)]
+        return found
 
     # Rounds and settling (duel/host/verdicts/settle.py): after the first rounds, the points
     # whose verdict is still open run again in processes up to max_replicates.

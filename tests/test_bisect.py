@@ -120,14 +120,20 @@ def test_ends_and_the_releases_between():
 def test_a_release_resolves_with_the_held_stack_and_lets_go_only_where_wheels_end(tmp_path):
     """TensorFlow 2.3 resolves with 2019's torch and transformers on Python 3.7 (its absl-py of
     that day is a source package, built by that Python); 2.12 has no Python 3.7 wheels, and
-    torch 1.3 none for 3.11, so the other framework is let go, transformers still held."""
+    torch 1.3 none for 3.11, so the other framework moves, transformers still held. And torch
+    1.12 keeps 2019's protobuf 3.10, which TensorFlow 2.0 needs (the protobuf of 2022 breaks
+    it, though TensorFlow 2.0 does not say so)."""
     from duel.host.bisect import bisection
 
     resolver = bisection.resolver(os.path.join(REPO, ".venv", "bin", "uv"))
     held = stack.held_of("tensorflow", os.path.join(REPO, "envs", "hf2019.txt"),
                          "2019-10-15")
+    prefer = held.pop("prefer")
     assert held == {"python": "3.7", "date": "2019-10-15", "other": "torch==1.3.0",
                     "transformers": "transformers==2.1.1"}
+    assert "protobuf==3.10.0" in prefer and "--hash=sha256:" in prefer
+    assert "tensorflow==" not in prefer and "numpy==" not in prefer  # the bisected, the floating
+    held["prefer"] = prefer
     for version, python, released, torch in (("2.3.0", "3.7", (), "1.3.0"),
                                              ("2.12.0", "3.11", ("other",), None)):
         release = [one for one in recorded_releases() if one.version == version][0]
@@ -136,6 +142,11 @@ def test_a_release_resolves_with_the_held_stack_and_lets_go_only_where_wheels_en
         assert (found_python, let_go, pins["tensorflow"], pins["transformers"]) == (
             python, released, version, "2.1.1")
         assert torch is None and pins["torch"] != "1.3.0" or pins["torch"] == torch
+    torch_held = stack.held_of("pytorch", os.path.join(REPO, "envs", "hf2019.txt"), "2019-10-15")
+    release = releases.Release("1.12.1", "2022-08-05", ("3.7",))
+    _, _, text, _ = stack.resolve("pytorch", release, torch_held, resolver)
+    pins = as_of.versions(text)
+    assert (pins["torch"], pins["tensorflow"], pins["protobuf"]) == ("1.12.1", "2.0.0", "3.10.0")
 
 
 @pytest.mark.unit
@@ -221,6 +232,7 @@ def test_a_short_disk_removes_the_least_recently_used_bisection_environments(tmp
         stack.touch(str(prefix))
         os.utime(str(prefix / stack.USED), (1000 + age, 1000 + age))
     keep = str(envs / "tensorflow-2.9.3" / "cpu" / "0123456789ab")
+    assert stack.made_eras(str(envs)) == ["tensorflow-2.5.3", "tensorflow-2.9.3"]
     said = []
     stack.make_room(str(envs), 0, keep, ["tensorflow-2.5.3", "tensorflow-2.9.3"], said.append)
     assert said == []  # room enough: nothing removed

@@ -90,6 +90,21 @@ def dry_run(framework, sequence, checkout, say):
             if size else "to build (no wheel size listed)"))
 
 
+REMEASURED = "remeasured-since"  # in a bisection's folder: when its --remeasure began
+
+
+def remeasured_since(folder):
+    """When this folder's remeasuring began (ISO time), now where it has not: runs stored
+    before it do not count, so an interrupted --remeasure resumes with the runs it made."""
+    path = os.path.join(folder, REMEASURED)
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(environment.utc_now() + "\n")
+    with open(path) as handle:
+        return handle.read().strip()
+
+
 def release_record(one, index):
     return {"index": index, "version": one.version, "date": one.date,
             "era": getattr(one, "era", None), "status": "not measured", "reason": None}
@@ -98,10 +113,10 @@ def release_record(one, index):
 def run(point, start, end, folder, store, checkout, uv, name, min_effect=statistics.MIN_EFFECT,
         remeasure=False, say=print):
     """Bisect ``point`` between ``start`` and ``end``; the answer's record (also written). With
-    ``remeasure``, no run stored before this bisection began counts: every release is measured
-    again in fresh processes (the environments are reused)."""
+    ``remeasure``, no run stored before the folder's first remeasuring began counts: every
+    release is measured again in fresh processes (the environments are reused)."""
     began = time.time()
-    since = environment.utc_now() if remeasure else ""
+    since = remeasured_since(folder) if remeasure else ""
     prepare(folder)
     sequence, _ = plan(point.framework, start, end, checkout)
     resolve = resolver(uv)
@@ -112,7 +127,7 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
     built = []
     envs_dir = os.path.join(checkout, ENVS_DIR)
     here = measure.machine()
-    cpu = [None]
+    seen = {"cpu_model": None, "method": None}  # as the measured rows say
 
     def measured(index):
         nonlocal held
@@ -140,12 +155,13 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
             fresh = (not eras.in_workflow_env(one.era, "cpu", one.lock)
                      and eras.stale_reason(prefix, one.lock) is not None)
             if fresh:
-                stack.make_room(envs_dir, ROOM_BYTES, prefix, made_eras(folder), say)
+                stack.make_room(envs_dir, ROOM_BYTES, prefix, stack.made_eras(envs_dir), say)
             say("measuring %s %s (%s)%s" % (stack.package(point.framework), one.version,
                                              one.era, ", building its environment" if fresh
                                              else ""))
             started = time.time()
-            run_folder = os.path.join(folder, "runs", one.era)
+            run_folder = os.path.join(folder, "runs", one.era + (
+                "-since-" + since.replace(":", "")[:15] if since else ""))
             code = measure.run(checkout, run_folder, measure.config(point, one.era, store),
                                os.environ[eras.MORE_ERAS_ENV])
             record["run_s"] = round(time.time() - started, 1)
@@ -165,8 +181,9 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
         except search.Skip as error:
             record.update(status="skipped", reason=str(error))
             raise
-        cpu[0] = cpu[0] or (rows["cpu_model"].dropna().iloc[0]
-                            if "cpu_model" in rows and rows["cpu_model"].notna().any() else None)
+        for column in seen:
+            known = rows[column].dropna()
+            seen[column] = seen[column] or (str(known.iloc[0]) if len(known) else None)
         interval = statistics.figure_interval(figures) or (None, None)
         record.update(status="measured", figures_ms=figures, figure_ms=search.figure(figures),
                       low_ms=interval[0], high_ms=interval[1], processes=len(figures),
@@ -188,9 +205,9 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
     total = found.total
     record = {
         "name": name, "model": point.model, "framework": point.framework, "mode": point.mode,
-        "batch_size": point.batch_size, "seq_len": point.seq_len, "method": "duel",
-        "machine": here, "cpu_model": cpu[0], "from": start, "to": end, "min_effect": min_effect,
-        "remeasured": bool(remeasure),
+        "batch_size": point.batch_size, "seq_len": point.seq_len, "method": seen["method"],
+        "machine": here, "cpu_model": seen["cpu_model"], "from": start, "to": end,
+        "min_effect": min_effect, "remeasured": bool(remeasure),
         "total": {"ratio": total.ratio, "low": answer.finite(total.low),
                   "high": answer.finite(total.high), "clear": total.clear},
         "findings": findings, "releases": records, "environments_built": len(built),
@@ -198,10 +215,3 @@ def run(point, start, end, folder, store, checkout, uv, name, min_effect=statist
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     answer.write(record, folder, store)
     return record
-
-
-def made_eras(folder):
-    registry = os.path.join(os.path.abspath(folder), stack.REGISTRY)
-    return [era for era, entry in eras.registry().items()
-            if any(os.path.abspath(lock).startswith(os.path.dirname(registry))
-                   for lock in entry.locks.values())]

@@ -8,6 +8,7 @@ resumes from the store.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -17,6 +18,7 @@ import yaml
 
 from duel.cell import contract
 from duel.host.bisect import search
+from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.stacks import eras
 from duel.host.store import archive
@@ -93,6 +95,9 @@ def run(checkout, folder, settings, more_eras):
              "--directory", os.path.abspath(folder), "--cores", "all", "--configfile", path,
              "--rerun-incomplete"],
             stdout=handle, stderr=subprocess.STDOUT, env=environment)
+    # The reference weights (most of a run folder's bytes, remade by any run that needs them)
+    # go; the shards, logs and manifest stay, and the store holds the shards besides.
+    shutil.rmtree(os.path.join(folder, layout.at(layout.REFERENCES)), ignore_errors=True)
     return answer.returncode
 
 

@@ -2,16 +2,17 @@
 
 The lower end fixes what is held: the other framework's release (it is not measured, but the
 reference weights are made with it), transformers' and the Python. Each release between is
-resolved as the index stood on its day (as_of), with those pins, on the held Python where the
-release has wheels for it; where they cannot be resolved (no wheels of the held release for the
-Python the framework needs), the other framework moves to its nearest release with such wheels,
-then transformers is let go, then the other framework, each as of that day, and the release's
-row says what moved. Its
-lock and registry entry go to the bisection's folder ($DUEL_MORE_ERAS names that registry), never
-to envs/eras.yaml.
+resolved as the index stood on its day (as_of) with those pins, on the held Python where the
+release has wheels for it, keeping the rest of the lower end's lock wherever it fits (numpy
+aside: it moves with the frameworks' builds). Where that cannot be resolved (no wheels of a held
+release for the Python the framework needs), the other framework moves to its nearest release
+with such wheels, then transformers is let go, then the other framework, each as of that day,
+and the release's row says what moved. Its lock and registry entry go to the bisection's folder
+($DUEL_MORE_ERAS names that registry), never to envs/eras.yaml.
 """
 import collections
 import os
+import re
 import shutil
 import time
 
@@ -21,6 +22,9 @@ from duel.cell import locks
 from duel.host.stacks import as_of, eras, releases
 
 PACKAGES = {"pytorch": "torch", "tensorflow": "tensorflow"}
+# Not kept from the lower end: numpy moves with the frameworks' builds (their C ABI), as the
+# release of its day needs it.
+FLOATING = ("numpy",)
 REGISTRY = "eras.yaml"
 LOCKS = "locks"
 USED = "duel-last-used"  # touched in an environment each time a bisection measures with it
@@ -39,6 +43,14 @@ def era_name(framework, version):
     return "%s-%s" % (package(framework), version)
 
 
+def made_eras(envs_dir):
+    """The eras under ``envs_dir`` that bisections made (named by era_name): those whose
+    environments may be removed when the disk runs short."""
+    pattern = re.compile(r"^(%s)-\d" % "|".join(PACKAGES.values()))
+    return sorted(name for name in (os.listdir(envs_dir) if os.path.isdir(envs_dir) else ())
+                  if pattern.match(name))
+
+
 def pins_of(lock):
     """{canonical name: version} of a lock file."""
     return dict((locks.canonical(name), version) for name, version in eras.lock_pins(lock))
@@ -49,11 +61,29 @@ def held_of(framework, lock, date):
     'transformers': pin, 'python': X.Y, 'date': date}; a release is resolved as of its own day
     or this date, whichever is later, so that the held pins were out."""
     pins = pins_of(lock)
-    held = {"python": eras.required_python(lock), "date": date}
+    held = {"python": eras.required_python(lock), "date": date,
+            "prefer": preferences(lock, [package(framework)] + list(FLOATING))}
     for key, name in (("other", other(framework)), ("transformers", "transformers")):
         if name in pins:
             held[key] = "%s==%s" % (name, pins[name])
     return held
+
+
+def preferences(lock, leave):
+    """A lock's pins with their hashes, those of the packages ``leave`` left out: what the
+    resolver keeps of the lower end's stack wherever it fits (protobuf for TensorFlow 2.0, say,
+    whose own requirement has no upper bound though protobuf 4 breaks it)."""
+    with open(lock) as handle:
+        lines = handle.read().splitlines()
+    kept, keep = [], False
+    for line in lines:
+        if line and not line[0].isspace():  # a pin starts a block; its hashes follow, indented
+            match = locks.PIN.match(line)
+            keep = bool(match) and locks.canonical(match.group(1)) not in [
+                locks.canonical(name) for name in leave]
+        if keep:
+            kept.append(line)
+    return "\n".join(kept) + "\n" if kept else ""
 
 
 def nearest(held_pin, others, python, date):
@@ -88,22 +118,25 @@ def candidates(framework, release, held, python, others, date):
 def resolve(framework, release, held, resolver, others=()):
     """(python, requirement lines, lock text, released): ``release`` (a releases.Release) as of
     its day (or the held stack's, if later) with ``held`` pinned where wheels allow, on the held
-    Python first; ``others`` lists the other framework's releases (releases.releases), for its
-    nearest release with wheels. ``resolver(date, lines, pythons)`` is as_of.resolve with its
+    Python first; on that Python, the rest of the lower end's lock is kept wherever it fits (on
+    another, its wheels would not fit). ``others`` lists the other framework's releases
+    (releases.releases), for its nearest release with wheels. ``resolver(date, lines, pythons)`` is as_of.resolve with its
     uv and options bound."""
     pythons = [held["python"]] + [one for one in as_of.PYTHONS if one != held["python"]]
     pythons = [one for one in pythons if one in release.pythons] or list(release.pythons)
     date = max(release.date, held.get("date", ""))
     reasons = []
     for python in pythons:
+        kept = held.get("prefer", "") if python == held["python"] else ""
         for pins, released in candidates(framework, release, held, python, others, date):
             lines = as_of.requirements(pins)
-            try:
-                found, text = resolver(date, lines, [python])
-            except as_of.AsOfError as error:
-                reasons.append(str(error))
-                continue
-            return found, lines, text, released
+            for prefer in [kept, ""][:2 if kept else 1]:  # with the rest kept, then without
+                try:
+                    found, text = resolver(date, lines, [python], prefer)
+                except as_of.AsOfError as error:
+                    reasons.append(str(error))
+                    continue
+                return found, lines, text, released
     raise as_of.AsOfError("; ".join(reasons))
 
 

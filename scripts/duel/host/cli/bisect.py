@@ -43,8 +43,9 @@ def add(subparsers):
     parser.add_argument("--min-effect", type=float, default=statistics.MIN_EFFECT,
                         help="smallest relative step called clear (default %(default)s)")
     parser.add_argument("--remeasure", action="store_true",
-                        help="measure every release again in fresh processes, not from the store "
-                             "(a rerun that checks the answer; environments are reused)")
+                        help="measure every release again in fresh processes: only runs made "
+                             "since the folder's first --remeasure count (a rerun that checks "
+                             "the answer, and resumes like any bisection)")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the releases and what each costs; build and measure nothing")
     parser.add_argument("--uv", default=lock.default_uv(), help="the uv executable")

@@ -83,9 +83,9 @@ def chart(record, path):
     high = measured["high_ms"] - measured["figure_ms"]
     axis.errorbar(measured["day"], measured["figure_ms"], yerr=[low.fillna(0), high.fillna(0)],
                   fmt="o-", capsize=4, color="#1f77b4")
-    for _, row in measured.iterrows():
+    for place, (_, row) in enumerate(measured.iterrows()):  # above and below in turn
         axis.annotate(row["version"], (row["day"], row["figure_ms"]), textcoords="offset points",
-                      xytext=(0, 8), ha="center", fontsize=8)
+                      xytext=(0, 9 if place % 2 == 0 else -14), ha="center", fontsize=8)
     days = dict(zip(frame["version"], pd.to_datetime(frame["date"])))
     versions = list(frame["version"])
     for finding in record["findings"]:

@@ -50,22 +50,26 @@ def requirements(pins=(), packages=REQUIREMENTS):
     return [pinned.pop(locks.canonical(name), name) for name in packages] + sorted(pinned.values())
 
 
-def resolve(uv, uv_env, options, date, lines, pythons=PYTHONS):
+def resolve(uv, uv_env, options, date, lines, pythons=PYTHONS, prefer=""):
     """(Python, uv's hashed lock text) for ``lines`` as of ``date``: the first of ``pythons``
-    that resolves; AsOfError with uv's reason for each where none does."""
+    that resolves; AsOfError with uv's reason for each where none does. ``prefer``: pins (a
+    lock's text) uv keeps wherever they fit, as it keeps those of an existing output file."""
     reasons = []
     with tempfile.TemporaryDirectory() as folder:
-        source = os.path.join(folder, "as-of.in")
+        source, output = os.path.join(folder, "as-of.in"), os.path.join(folder, "as-of.txt")
         with open(source, "w") as handle:
             handle.write("\n".join(lines) + "\n")
         for python in pythons:
+            with open(output, "w") as handle:
+                handle.write(prefer)
             answer = subprocess.run(
                 [uv, "pip", "compile", source, "--exclude-newer", date, "--generate-hashes",
-                 "--python-platform", PLATFORM, "--no-header", "--quiet"] + interpreter(python)
-                + list(options), env=uv_env, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, universal_newlines=True)
+                 "--python-platform", PLATFORM, "--no-header", "--quiet", "--output-file",
+                 output] + interpreter(python) + list(options), env=uv_env,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
             if answer.returncode == 0:
-                return python, answer.stdout
+                with open(output) as handle:
+                    return python, handle.read()
             reasons.append("Python %s: %s" % (python, _last_words(answer.stderr)))
     raise AsOfError("no Python at hand resolves %s as of %s (%s)"
                     % (", ".join(lines), date, "; ".join(reasons)))

@@ -168,7 +168,8 @@ def test_a_bisections_registry_joins_the_checkouts(tmp_path, monkeypatch):
 
 
 RECORD = {
-    "name": "bert-tf-function-2.11-2.12", "model": "bert-base-cased", "framework": "tensorflow", "mode": "function",
+    "name": "bert-tf-function-2.11-2.12", "model": "bert-base-cased", "framework": "tensorflow",
+    "mode": "function",
     "batch_size": 1, "seq_len": 128, "method": "duel", "machine": "vm", "cpu_model": "AMD EPYC",
     "total": {"ratio": 0.42, "low": 0.41, "high": 0.43, "clear": True},
     "findings": [{"kind": "step", "before": 0, "after": 1, "ratio": 0.42, "low": 0.41,
@@ -242,3 +243,49 @@ def test_a_short_disk_removes_the_least_recently_used_bisection_environments(tmp
     assert sorted(os.listdir(str(envs))) == ["hf2019", "tensorflow-2.5.3", "tensorflow-2.9.3"]
     assert not (envs / "tensorflow-2.5.3" / "cpu" / "0123456789ab").exists()
     assert os.path.exists(keep) and (envs / "hf2019" / "cpu" / "0123456789ab").exists()
+
+
+@pytest.mark.unit
+def test_duel_show_prints_a_bisections_answer_from_its_folder(tmp_path, capsys):
+    from duel.host.cli import main as duel
+
+    answer.write(RECORD, str(tmp_path))
+    assert duel.main(["show", str(tmp_path)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said == bisection.lines(RECORD)
+    assert said[0] == "tensorflow function bert-base-cased/1x128 duel on vm: 2.11.0 -> 2.12.1"
+
+
+@pytest.mark.unit
+def test_a_release_measured_before_is_found_in_the_store_by_its_era_lock_and_machine(tmp_path):
+    """What lets an interrupted bisection resume: a real store of one release's run (three
+    processes of one cell), found by era, lock hash and machine, and not for another machine,
+    another lock or a run older than a remeasuring."""
+    from conftest import POINTS, cell_rows
+    from duel.cell import shard
+    from duel.host.bisect import measure
+    from duel.host.store import ingest, questions
+
+    lock = tmp_path / "tensorflow-2.9.3.txt"
+    lock.write_text("# requires-python: 3.7\ntensorflow==2.9.3\n")
+    results = tmp_path / "run" / "results"
+    for replicate, scale in ((1, 1.0), (2, 1.02), (3, 0.99)):
+        rows = cell_rows("tensorflow", "function", "bert", "duel", scale)
+        for row in rows:
+            row.update(era="tensorflow-2.9.3", replicate=replicate,
+                       started_at="2026-12-06T08:00:00+00:00", framework_build='{"onednn": true}',
+                       lock_sha256=eras.lock_sha256(str(lock)))
+        shard.write_shard(rows, str(results / "shards" / ("r%d.parquet" % replicate)))
+    store = str(tmp_path / "store")
+    ingest.add_folder(store, str(results), "vm1", create=True)
+    batch, length = POINTS[0]
+    point = questions.Point("bert", "tensorflow", "function", batch, length)
+    run_id, rows = measure.stored(store, point, "tensorflow-2.9.3", str(lock), "vm1")
+    assert len(measure.figures(rows)) == 3 and measure.builds(rows) == {"onednn": True}
+    assert measure.stored(store, point, "tensorflow-2.9.3", str(lock), "vm2") is None
+    assert measure.stored(store, point, "tensorflow-2.9.3", str(lock), "vm1",
+                          since="2099-01-01T00:00:00+00:00") is None
+    lock.write_text("# requires-python: 3.7\ntensorflow==2.9.2\n")
+    assert measure.stored(store, point, "tensorflow-2.9.3", str(lock), "vm1") is None
+    assert measure.stored(str(tmp_path / "none"), point, "tensorflow-2.9.3", str(lock),
+                          "vm1") is None

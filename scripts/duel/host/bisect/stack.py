@@ -120,8 +120,8 @@ def resolve(framework, release, held, resolver, others=()):
     its day (or the held stack's, if later) with ``held`` pinned where wheels allow, on the held
     Python first; on that Python, the rest of the lower end's lock is kept wherever it fits (on
     another, its wheels would not fit). ``others`` lists the other framework's releases
-    (releases.releases), for its nearest release with wheels. ``resolver(date, lines, pythons)`` is as_of.resolve with its
-    uv and options bound."""
+    (releases.releases), for its nearest release with wheels. ``resolver(date, lines, pythons,
+    prefer)`` is as_of.resolve with its uv and options bound."""
     pythons = [held["python"]] + [one for one in as_of.PYTHONS if one != held["python"]]
     pythons = [one for one in pythons if one in release.pythons] or list(release.pythons)
     date = max(release.date, held.get("date", ""))

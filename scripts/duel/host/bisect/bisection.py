@@ -10,8 +10,6 @@ import math
 import os
 import time
 
-from packaging.utils import parse_wheel_filename
-
 from duel.cell import environment
 from duel.host.bisect import answer, measure, search, stack
 from duel.host.stacks import as_of, eras, pip_sources, releases
@@ -38,29 +36,15 @@ def resolver(uv):
 
 
 def plan(framework, start, end, checkout):
-    """(the releases in order, each a Release or an era's Stack; the listed releases)."""
-    listed = releases.releases(releases.project_page(stack.package(framework)))
+    """(the releases in order, each a Release or an era's Stack; the framework's index page)."""
+    page = releases.project_page(stack.package(framework))
+    listed = releases.releases(page)
     low = stack.end_release(framework, start, listed, checkout)
     high = stack.end_release(framework, end, listed, checkout)
     if releases.Version(low.version) >= releases.Version(high.version):
         raise as_of.AsOfError("the range %s (%s) to %s (%s) is empty: the first end must be "
                               "the older release" % (start, low.version, end, high.version))
-    return [low] + stack.between(listed, low.version, high.version) + [high], listed
-
-
-def wheel_bytes(page, version, python):
-    """The download of a release's Linux x86-64 wheel for ``python`` (largest), or None."""
-    sizes = []
-    for entry in page.get("files", ()):
-        try:
-            _, found, _, tags = parse_wheel_filename(entry["filename"])
-        except Exception:
-            continue
-        if str(found) == version and any(
-                releases._python(tag) == python and tag.platform.endswith("x86_64")
-                and "linux" in tag.platform for tag in tags):
-            sizes.append(entry.get("size") or 0)
-    return max(sizes) if sizes else None
+    return [low] + stack.between(listed, low.version, high.version) + [high], page
 
 
 def most_measured(count):
@@ -68,10 +52,9 @@ def most_measured(count):
     return min(count, 2 + int(math.ceil(math.log(max(count - 1, 1), 2))))
 
 
-def dry_run(framework, sequence, checkout, say):
+def dry_run(framework, sequence, page, checkout, say):
     """The releases, the most a one-step search measures, and each one's cost, before anything
-    is built."""
-    page = releases.project_page(stack.package(framework))
+    is built (``page``: the framework's index page, as plan read it)."""
     say("%d releases of %s from %s to %s; a search for one step measures at most %d of them "
         "(the ends, then one per halving), more for each further step" % (
             len(sequence), stack.package(framework), sequence[0].version, sequence[-1].version,
@@ -80,7 +63,7 @@ def dry_run(framework, sequence, checkout, say):
     for one in sequence:
         python = getattr(one, "python", None) or (
             held if held in one.pythons else one.pythons[-1])
-        size = wheel_bytes(page, one.version, python)
+        size = releases.wheel_bytes(page, one.version, python)
         built = isinstance(one, stack.Stack) and eras.stale_reason(eras.keyed_prefix(
             os.path.join(checkout, ENVS_DIR), one.era, "cpu", one.lock), one.lock) is None
         say("  %-10s %s  Python %s  %s" % (

@@ -53,7 +53,8 @@ def made_eras(envs_dir):
 
 def pins_of(lock):
     """{canonical name: version} of a lock file."""
-    return dict((locks.canonical(name), version) for name, version in eras.lock_pins(lock))
+    with open(lock) as handle:
+        return as_of.versions(handle.read())
 
 
 def held_of(framework, lock, date):

@@ -64,9 +64,9 @@ def run(args):
     target = archive.locate(args.store)
     try:
         if args.dry_run:
-            sequence, _ = bisection.plan(args.point.framework, args.start, args.end,
-                                         command.CHECKOUT)
-            bisection.dry_run(args.point.framework, sequence, command.CHECKOUT, print)
+            sequence, page = bisection.plan(args.point.framework, args.start, args.end,
+                                            command.CHECKOUT)
+            bisection.dry_run(args.point.framework, sequence, page, command.CHECKOUT, print)
             return command.FINE
         if os.path.isdir(target):
             archive.version(target)

@@ -14,7 +14,7 @@ def direction(ratio):
     return "faster" if ratio < 1 else "slower"
 
 
-def finding_line(record, finding, versions):
+def finding_line(finding, versions):
     """One finding in words: where, which way, by how much, and what else moved."""
     before, after = versions[finding["before"]], versions[finding["after"]]
     if finding["kind"] == "step":
@@ -38,16 +38,14 @@ def lines(record):
         record["framework"], record["mode"], record["model"], "%dx%d" % (
             record["batch_size"], record["seq_len"]), record["method"], record["machine"],
         versions[0], versions[-1])
-    said = [head]
-    if total:
-        said.append("  in all: %s, time ratio %.2f [%.2f, %.2f]%s" % (
-            direction(total["ratio"]), total["ratio"], total["low"], total["high"],
-            "" if total["clear"] else " (not a clear change: nothing to bisect)"))
+    said = [head, "  in all: %s, time ratio %.2f [%.2f, %.2f]%s" % (
+        direction(total["ratio"]), total["ratio"], total["low"], total["high"],
+        "" if total["clear"] else " (not a clear change: nothing to bisect)")]
     for finding in record["findings"]:
-        said.append("  " + finding_line(record, finding, versions))
+        said.append("  " + finding_line(finding, versions))
         for moved in finding.get("coincides") or []:
             said.append("    with it: " + moved)
-    if total and total["clear"] and not record["findings"]:
+    if total["clear"] and not record["findings"]:
         said.append("  no step found")
     measured = [one for one in record["releases"] if one["status"] == "measured"]
     skipped = [one for one in record["releases"] if one["status"] == "skipped"]

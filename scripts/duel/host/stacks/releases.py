@@ -54,10 +54,9 @@ def _python(tag):
     return "%s.%s" % (digits[0], digits[1:])
 
 
-def releases(page, pythons=as_of.PYTHONS):
-    """Final releases with a Linux x86-64 wheel for one of ``pythons``, oldest first: each
-    with its day (YYYY-MM-DD of its first such wheel) and the Pythons it has wheels for."""
-    found = {}
+def wheels(page, pythons=as_of.PYTHONS):
+    """(version, the Pythons of ``pythons`` it serves, the file's entry) of every Linux x86-64
+    wheel of a final release on ``page``, yanked ones and those without an upload time left out."""
     for entry in page.get("files", ()):
         if entry.get("yanked") or not entry.get("upload-time"):
             continue
@@ -70,10 +69,25 @@ def releases(page, pythons=as_of.PYTHONS):
         usable = set(_python(tag) for tag in tags
                      if "linux" in tag.platform and tag.platform.endswith("x86_64")) & set(pythons)
         if usable:
-            day, known = found.get(version, (entry["upload-time"][:10], set()))
-            found[version] = (min(day, entry["upload-time"][:10]), known | usable)
+            yield version, usable, entry
+
+
+def releases(page, pythons=as_of.PYTHONS):
+    """Final releases with a Linux x86-64 wheel for one of ``pythons``, oldest first: each
+    with its day (YYYY-MM-DD of its first such wheel) and the Pythons it has wheels for."""
+    found = {}
+    for version, usable, entry in wheels(page, pythons):
+        day, known = found.get(version, (entry["upload-time"][:10], set()))
+        found[version] = (min(day, entry["upload-time"][:10]), known | usable)
     return [Release(str(version), day, tuple(sorted(known, key=Version)))
             for version, (day, known) in sorted(found.items())]
+
+
+def wheel_bytes(page, version, python):
+    """The download of a release's largest Linux x86-64 wheel for ``python``, or None."""
+    sizes = [entry.get("size") or 0 for found, usable, entry in wheels(page, (python,))
+             if str(found) == version]
+    return max(sizes) if sizes else None
 
 
 def minor(version):

@@ -103,6 +103,7 @@ rule run_cell:
         " --warmup-calls {params.duel[warmup_calls]} --min-samples {params.duel[min_samples]}"
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"
         " --max-time-s {params.duel[max_time_s]} --warmup-time-s {params.duel[warmup_time_s]}"
+        " --noise-ratio {params.duel[noise_ratio]}"
         " --max-steal-share {params.disturbance[max_steal_share]}"
         " --max-other-share {params.disturbance[max_other_share]}"
         " --max-canary-score {params.disturbance[max_canary_score]}"

@@ -45,12 +45,14 @@ def neighbour_on(cpu):
 
 
 def test_points_beside_a_neighbour_are_measured_again_then_in_a_fresh_process(tmp_path):
+    """Points whose samples are not judged one by one (the timeit method) are measured again
+    whole for any disturbance."""
     budget = str(tmp_path / "retries")
     attempts.write_budget(budget, 1)
     neighbour = neighbour_on(max(os.sched_getaffinity(0)))
     try:
         rows, stderr, progress = run_cell(tmp_path, "--remeasures", "1", "--attempts", "3",
-                                          "--fresh-processes", budget)
+                                          "--fresh-processes", budget, "--methods", "timeit")
     finally:
         neighbour.kill()
         neighbour.wait()
@@ -66,15 +68,37 @@ def test_points_beside_a_neighbour_are_measured_again_then_in_a_fresh_process(tm
     assert "2 point(s) still disturbed; the run's fresh processes for disturbed points are " \
            "spent" in stderr
     assert [line.split(":")[0] for line in progress] == [
-        "tiny-bert-16pos pytorch eager 1x4 duel r1",
-        "tiny-bert-16pos pytorch eager 1x4 duel r1 again 1",
-        "tiny-bert-16pos pytorch eager 1x8 duel r1",
-        "tiny-bert-16pos pytorch eager 1x8 duel r1 again 1",
-        "tiny-bert-16pos pytorch eager 1x4 duel r1 attempt 2",
-        "tiny-bert-16pos pytorch eager 1x4 duel r1 attempt 2 again 1",
-        "tiny-bert-16pos pytorch eager 1x8 duel r1 attempt 2",
-        "tiny-bert-16pos pytorch eager 1x8 duel r1 attempt 2 again 1"]
+        "tiny-bert-16pos pytorch eager 1x4 timeit r1",
+        "tiny-bert-16pos pytorch eager 1x4 timeit r1 again 1",
+        "tiny-bert-16pos pytorch eager 1x8 timeit r1",
+        "tiny-bert-16pos pytorch eager 1x8 timeit r1 again 1",
+        "tiny-bert-16pos pytorch eager 1x4 timeit r1 attempt 2",
+        "tiny-bert-16pos pytorch eager 1x4 timeit r1 attempt 2 again 1",
+        "tiny-bert-16pos pytorch eager 1x8 timeit r1 attempt 2",
+        "tiny-bert-16pos pytorch eager 1x8 timeit r1 attempt 2 again 1"]
     assert all("other processes" in line.partition(", disturbed: ")[2] for line in progress)
+
+
+def test_duel_points_beside_a_neighbour_are_marked_not_measured_again(tmp_path):
+    """The duel method judges every sample: a neighbour is marked in the point's row, and the
+    point is measured again only where its canary says the process itself ran slow (here
+    switched off, so never)."""
+    budget = str(tmp_path / "retries")
+    attempts.write_budget(budget, 1)
+    neighbour = neighbour_on(max(os.sched_getaffinity(0)))
+    try:
+        rows, stderr, progress = run_cell(tmp_path, "--remeasures", "1", "--attempts", "3",
+                                          "--fresh-processes", budget, "--max-canary-score", "0")
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    assert sorted((row["seq_len"], row["attempt"], row["remeasure"], row["counted"])
+                  for row in rows) == [(4, 1, 0, True), (8, 1, 0, True)]
+    for row in rows:
+        assert row["status"] == "ok" and "other processes" in row["disturbed"]
+        assert row["kept_other_cpu_ms"] > 0 and row["n_samples"] >= row["planned_samples"]
+    assert "fresh process" not in stderr
+    assert len(progress) == 2
 
 
 def test_the_same_cell_with_nothing_beside_it_is_not_flagged(tmp_path):

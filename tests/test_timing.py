@@ -150,3 +150,63 @@ def test_summarise_matches_numpy_on_known_samples():
     assert stats["mean"] == 4.0 and stats["first_call_ms"] == 9.0
     single = timing.summarise(timing.Measurement([2.5], 2.5, 0, None, None, None))
     assert single["std"] == 0.0 and single["n_samples"] == 1
+
+
+SIZED = timing.DuelSettings(warmup_calls=1, min_samples=5, min_time_s=0.0, max_samples=1000,
+                            max_time_s=60.0, noise_ratio=0.8)
+
+
+def test_a_dear_call_gets_the_floor_and_a_cheap_one_more_samples():
+    """Kalibera and Jones: samples grow as the square root of the fixed cost over a call's."""
+    assert timing.planned_samples(0.25, 2.6, 0.8, SIZED) == 5  # sqrt(8.3) = 2.9: the floor
+    assert timing.planned_samples(0.005, 2.6, 0.8, SIZED) == 21  # sqrt(416) = 20.4
+    assert timing.planned_samples(0.005, 10.4, 0.8, SIZED) == 41  # four times the cost: twice
+    # processes that differ more than samples (a smaller ratio) want fewer samples each
+    assert timing.planned_samples(0.005, 2.6, 0.2, SIZED) == 11
+    assert timing.planned_samples(0.005, 2.6, 0.0, SIZED) == 5  # sizing off: the floor alone
+    assert timing.planned_samples(1e-7, 1e3, 0.8, SIZED) == 1000  # never past max_samples
+
+
+def test_duel_takes_its_planned_samples_from_the_point_s_fixed_cost():
+    settings = SIZED._replace(warmup_calls=1)
+    measurement = timing.time_duel(busy_wait(2.0), settings=settings, overhead_s=0.5)
+    # fixed cost about 0.5 s + a first call; a call of 2 ms: sqrt(0.5 / 0.002 x 0.8) = 14.1
+    assert 15 <= measurement.planned_samples <= 16
+    assert len(measurement.samples_ms) == measurement.planned_samples
+    assert 0.5 <= measurement.point_cost_s < 0.6
+
+
+class MarksEvery(object):
+    """A stand-in for conditions.SampleWatch that marks every ``nth`` sample."""
+
+    def __init__(self, nth):
+        self.nth, self.seen, self.kept_steal_ms, self.kept_other_ms = nth, 0, 0.0, 0.0
+
+    def start(self):
+        pass
+
+    def stop(self, wall_ms):
+        self.seen += 1
+        return "steal" if self.seen % self.nth == 0 else None
+
+
+def test_a_marked_sample_is_kept_apart_and_replaced():
+    settings = SIZED._replace(noise_ratio=0.0, min_samples=6)
+    measurement = timing.time_duel(busy_wait(1.0), settings=settings, watch=MarksEvery(3))
+    assert len(measurement.samples_ms) == 6  # the clean ones the point needs...
+    assert len(measurement.marked_ms) == 2  # ...and the two marked on the way, kept apart
+    stats = timing.summarise(measurement)
+    assert stats["n_samples"] == 6 and len(stats["marked_samples"]) == 2
+    assert stats["kept_steal_ms"] == 0.0
+
+
+def test_max_samples_counts_marked_samples_too():
+    settings = SIZED._replace(noise_ratio=0.0, min_samples=50, max_samples=10)
+    measurement = timing.time_duel(busy_wait(0.2), settings=settings, watch=MarksEvery(2))
+    assert len(measurement.samples_ms) + len(measurement.marked_ms) == 10
+
+
+def test_every_sample_marked_still_gives_a_figure():
+    settings = SIZED._replace(noise_ratio=0.0, max_samples=4)
+    measurement = timing.time_duel(busy_wait(0.2), settings=settings, watch=MarksEvery(1))
+    assert len(measurement.samples_ms) == 4 and measurement.marked_ms == []

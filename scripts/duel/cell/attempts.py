@@ -9,6 +9,8 @@ only the last row is ``counted``. Python 3.6-compatible.
 """
 import os
 
+from .conditions import slow_process
+
 
 def point_of(row):
     return (row["batch_size"], row["seq_len"], row["method"])
@@ -16,15 +18,16 @@ def point_of(row):
 
 def judge(rows, limits):
     """Mark ``counted`` on each point's last row of ``rows`` (every process's rows, in order).
-    Returns the points whose counted row is disturbed and may still run again in a fresh process
-    (none once ``limits.attempts`` processes have run)."""
+    Returns the points whose counted row is disturbed so that it calls for measuring again
+    (conditions.slow_process) and may still run in a fresh process (none once
+    ``limits.attempts`` processes have run)."""
     last = {}
     for row in rows:
         last[point_of(row)] = row
     again = set()
     for row in rows:
         row["counted"] = last[point_of(row)] is row
-        if row["counted"] and row.get("disturbed") and (row["attempt"] or 1) < limits.attempts:
+        if row["counted"] and slow_process(row, limits) and (row["attempt"] or 1) < limits.attempts:
             again.add(point_of(row))
     return again
 

@@ -181,6 +181,64 @@ class CpuWatch(object):
                 "other_cpu_ms": max(0.0, busy_ms - (own - self._own) * 1000.0)}
 
 
+class SampleWatch(object):
+    """Judges each timed sample by what else used its CPUs while it ran: a sample during which
+    the host surely stole more than ``max_steal_share`` of its CPUs' time, or other processes
+    surely used more than ``max_other_share`` of one CPU, is *marked*: kept, and left out of the
+    point's figure (timing.time_duel takes another in its place). Steal comes in bursts shorter
+    than a point, so leaving out the samples a burst hit keeps the point without measuring it
+    again whole.
+
+    Surely: /proc/stat counts whole clock ticks per CPU, so a difference of two readings is
+    off by less than one tick per CPU; a sample is marked only when its counted time less
+    that margin still passes the share. A short sample is therefore marked only by a large
+    burst, never by one tick. Its own CPU time comes from the process clock (nanoseconds).
+    Reading /proc/stat takes tens of microseconds, outside the timed call."""
+
+    def __init__(self, limits, cpus=None, path="/proc/stat"):
+        self.limits, self.path = limits, path
+        self.cpus = cpus if cpus is not None else (
+            list(BOUND_CPUS) or (sorted(os.sched_getaffinity(0))
+                                 if hasattr(os, "sched_getaffinity") else []))
+        self.threads = max(1, len(self.cpus))
+        self.tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
+        self.margin_ms = self.tick_ms * max(1, len(self.cpus))
+        self.kept_steal_ms = self._kept_other_ms = 0.0
+        self._ticks = self._own = None
+
+    def start(self):
+        self._ticks, self._own = cpu_ticks(self.cpus, self.path), time.process_time()
+
+    def stop(self, wall_ms):
+        """Why the sample of ``wall_ms`` that ``start`` began is marked, or None; a sample that
+        is kept adds its steal and neighbours' time to ``kept_steal_ms`` / ``kept_other_ms``."""
+        ticks, own = cpu_ticks(self.cpus, self.path), time.process_time()
+        if ticks is None or self._ticks is None:
+            return None
+        steal = (ticks[1] - self._ticks[1]) * self.tick_ms
+        # signed: a sample's tick count is as often below its true time as above it, so the
+        # sum over the kept samples is unbiased only if no sample's share is cut at zero
+        other = (ticks[0] - self._ticks[0]) * self.tick_ms - (own - self._own) * 1000.0
+        reason = sample_mark(steal, other, wall_ms, self.threads, self.margin_ms, self.limits)
+        if reason is None:
+            self.kept_steal_ms += steal
+            self._kept_other_ms += other
+        return reason
+
+    @property
+    def kept_other_ms(self):
+        return max(0.0, self._kept_other_ms)
+
+
+def sample_mark(steal_ms, other_ms, wall_ms, threads, margin_ms, limits):
+    """'steal' or 'other' where a sample surely passed a share (SampleWatch), else None."""
+    if limits.max_steal_share and steal_ms - margin_ms > limits.max_steal_share * wall_ms * threads:
+        return "steal"
+    if limits.max_other_share and other_ms - margin_ms > limits.max_other_share * wall_ms:
+        return "other"
+    return None
+
+
 # When a point counts as disturbed (config key disturbance; a limit of 0 is off):
 # - the host stole more than ``max_steal_share`` of its CPUs' time;
 # - other processes used more than ``max_other_share`` of one CPU's time on its CPUs: parallel
@@ -241,6 +299,10 @@ def disturbance(row, readings, limits=LIMITS):
     wall_ms = row["point_wall_s"] * 1000.0
     reasons = []
     steal, other = row.get("steal_ms"), row.get("other_cpu_ms")
+    if row.get("kept_steal_ms") is not None and row.get("samples"):
+        # samples judged one by one (SampleWatch): the point is judged by those it kept
+        steal, other = row["kept_steal_ms"], row.get("kept_other_cpu_ms")
+        wall_ms = float(sum(row["samples"]))
     threads = max(1, row.get("threads") or 1)
     if limits.max_steal_share and steal is not None and \
             steal > limits.max_steal_share * wall_ms * threads:
@@ -250,6 +312,19 @@ def disturbance(row, readings, limits=LIMITS):
     if limits.max_canary_score and score is not None and score > limits.max_canary_score:
         reasons.append("canary score %.1f" % score)
     return "; ".join(reasons) or None, score
+
+
+def slow_process(row, limits=LIMITS):
+    """Whether ``row`` is worth measuring again, in this process or a fresh one. A point whose
+    samples were judged one by one (SampleWatch) left its steal and neighbours out already:
+    only a canary that says the process itself ran slow calls for it again. Other points (the
+    timeit method, deployed runners): any disturbance."""
+    if not row.get("disturbed"):
+        return False
+    if row.get("kept_steal_ms") is None:
+        return True
+    score = row.get("canary_score")
+    return bool(limits.max_canary_score and score is not None and score > limits.max_canary_score)
 
 
 class Judge(object):
@@ -268,7 +343,8 @@ class Judge(object):
             self.readings = list(self.calibration)
 
     def __call__(self, row):
-        """Mark ``row`` (its disturbance columns); returns why it was disturbed, or None."""
+        """Mark ``row`` (its disturbance columns); returns why it was disturbed, or None
+        (slow_process says whether that calls for measuring it again)."""
         reason, score = disturbance(row, self.readings, self.limits)
         center_ms, spread = canary_spread(self.readings) if self.readings else (None, None)
         row.update(disturbed=reason, canary_score=score, canary_center_ms=center_ms,

@@ -88,6 +88,11 @@ TIMING = [
     ("canary_calibration_ms", pa.list_(pa.float64())),  # the process's calibration readings
     ("steal_ms", pa.float64()),  # the host's steal time on the point's CPUs during the point
     ("other_cpu_ms", pa.float64()),  # other processes' CPU time there (conditions.CpuWatch)
+    ("marked_samples", pa.list_(pa.float64())),  # samples left out of the figure (SampleWatch)
+    ("kept_steal_ms", pa.float64()),  # steal during the samples kept (null: none judged)
+    ("kept_other_cpu_ms", pa.float64()),  # other processes' CPU time during them
+    ("planned_samples", pa.int64()),  # the samples the point was sized for (timing.py)
+    ("point_cost_s", pa.float64()),  # its fixed cost: first call, warm-up, share of start-up
 ]
 MEMORY = [
     ("peak_host_rss_mb", pa.float64()),

@@ -76,7 +76,9 @@ def measure(adapter, spec, point, settings):
         elif adapter.times_itself:
             measurement = adapter.time_point(inputs, settings.duel)
         else:
-            measurement = timing.time_duel(call, adapter.synchronise, settings.duel)
+            samples_watch = conditions.SampleWatch(settings.limits) if settings.limits else None
+            measurement = timing.time_duel(call, adapter.synchronise, settings.duel,
+                                           watch=samples_watch, overhead_s=settings.overhead_s)
     columns = timing.summarise(measurement)
     columns.update(adapter.graph_columns())
     columns["point_wall_s"] = time.perf_counter() - began
@@ -130,7 +132,11 @@ def judge_output(adapter, call, point, settings):
     return columns
 
 
-SweepSettings = namedtuple("SweepSettings", "seed duel timeit reference_dir learning_rate")
+SweepSettings = namedtuple("SweepSettings",
+                           "seed duel timeit reference_dir learning_rate limits overhead_s")
+# limits (conditions.Limits): each duel sample judged by them; overhead_s: a point's share of
+# its process's fixed cost, beyond its own first call and warm-up (run_sweep sets it)
+SweepSettings.__new__.__defaults__ = (None, 0.0)
 
 
 def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr, started=None,
@@ -153,6 +159,10 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
     if judge is not None and not (unsupported or build_error):
         judge.calibrate()
     remeasures = judge.limits.remeasures if judge is not None else 0
+    # what a process-point costs beyond its own calls: its share of the process's start-up
+    settings = settings._replace(
+        limits=judge.limits if judge is not None else None,
+        overhead_s=(startup_s or 0.0) / max(1, len(points)))
     rows = []
     for point in points:
         for remeasure in range(1 + remeasures):
@@ -166,7 +176,7 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
             rows.append(row)
             if journal is not None:
                 journal.row(row)
-            if not reason:
+            if not (reason and conditions.slow_process(row, judge.limits)):
                 break
     return rows
 

@@ -9,9 +9,10 @@ knows which framework runs.
   the reported value is the mean per call, ``sum(totals) / repeat / number``. It never
   synchronises a device (on a GPU that times kernel launches, not kernels: the point of keeping it).
 - ``duel`` is the honest default: warm-up calls on the same shapes, a device barrier before every
-  clock read, one call per sample, and a run length that adapts to the call's cost (at least
-  ``min_samples`` samples and ``min_time_s`` seconds, capped by ``max_samples`` and ``max_time_s``),
-  the garbage collector off while it samples (conditions.gc_paused).
+  clock read, one call per sample, and a run length sized by the call's cost against the
+  point's fixed cost (planned_samples: Kalibera and Jones), at least ``min_samples`` samples and
+  ``min_time_s`` seconds, capped by ``max_samples`` and ``max_time_s``; the garbage collector off
+  while it samples (conditions.gc_paused); each sample judged by what else used its CPUs.
 
 Every raw sample is kept (milliseconds per call); statistics are derived from them. The first
 call of a point (where tf.function traces, torch.compile compiles, lazy weights materialise) is
@@ -26,22 +27,28 @@ import numpy as np
 from .conditions import gc_paused
 
 Measurement = namedtuple(
-    "Measurement", "samples_ms mean_ms warmup_calls repeat number first_call_ms gc_collections"
+    "Measurement", "samples_ms mean_ms warmup_calls repeat number first_call_ms gc_collections "
+                   "marked_ms planned_samples point_cost_s kept_steal_ms kept_other_cpu_ms"
 )
-Measurement.__new__.__defaults__ = (None,)  # gc_collections: not counted (timeit's own)
+# gc_collections: not counted (timeit's own); the rest: no sample judged, no sizing
+Measurement.__new__.__defaults__ = (None, None, None, None, None, None)
 Measurement.__doc__ = """Raw samples of one point (ms per call) and how they were taken.
 
 ``mean_ms`` is the method's own reported mean (for timeit computed exactly as the 2019 script did);
-``first_call_ms`` the untimed first call, one-off costs included.
+``first_call_ms`` the untimed first call, one-off costs included; ``marked_ms`` the samples left
+out of the figure (conditions.SampleWatch); ``planned_samples`` and ``point_cost_s`` the sizing
+(planned_samples).
 """
 
 DuelSettings = namedtuple(
-    "DuelSettings", "warmup_calls min_samples min_time_s max_samples max_time_s warmup_time_s"
+    "DuelSettings",
+    "warmup_calls min_samples min_time_s max_samples max_time_s warmup_time_s noise_ratio"
 )
-DuelSettings.__new__.__defaults__ = (0.0,)  # warmup_time_s 0: warm up by count alone
+# warmup_time_s 0: warm up by count alone; noise_ratio 0: min_samples and min_time_s alone
+DuelSettings.__new__.__defaults__ = (0.0, 0.0)
 DUEL_DEFAULTS = DuelSettings(
-    warmup_calls=3, min_samples=10, min_time_s=1.0, max_samples=1000, max_time_s=60.0,
-    warmup_time_s=0.5,
+    warmup_calls=3, min_samples=5, min_time_s=0.0, max_samples=1000, max_time_s=60.0,
+    warmup_time_s=0.5, noise_ratio=0.8,
 )
 
 TimeitSettings = namedtuple("TimeitSettings", "repeat number")
@@ -73,12 +80,31 @@ def _timed_ms(call, synchronise, clock):
     return (clock() - before) * 1000.0
 
 
-def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.perf_counter):
+def planned_samples(call_s, point_cost_s, noise_ratio, settings):
+    """Samples per process-point by Kalibera and Jones' rule for repetitions at the lower of two
+    levels (ISMM 2013): sqrt(cost of a process-point / cost of a sample x variance of one sample
+    / variance between processes), both variances of the logs. A process costs far more than a
+    sample and processes differ more than samples do, so a few samples per process and more
+    processes narrow an interval over processes the most for the time. At least
+    ``settings.min_samples`` (a median of five is robust to two outliers), at most
+    ``max_samples``; ``noise_ratio`` 0: ``min_samples`` alone."""
+    if not noise_ratio or call_s <= 0:
+        return settings.min_samples
+    wanted = int(np.ceil(np.sqrt(point_cost_s / call_s * noise_ratio)))
+    return int(min(settings.max_samples, max(settings.min_samples, wanted)))
+
+
+def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.perf_counter,
+              watch=None, overhead_s=0.0):
     """Time ``call`` one call per sample, with warm-up and a device barrier at every clock read.
 
-    Stops once it has ``min_samples`` samples and has run ``min_time_s`` seconds, or at
-    ``max_samples`` samples, or once ``max_time_s`` seconds have passed (then with fewer samples
-    than ``min_samples`` if a single call is that slow; ``n_samples`` tells how many).
+    Stops once it has its planned samples (planned_samples, from the first sample's cost and
+    this point's fixed cost: its first call, its warm-up and ``overhead_s``, the share of the
+    process's start-up and the point's other untimed work) and has run ``min_time_s`` seconds,
+    or at ``max_samples`` samples, or once ``max_time_s`` seconds have passed (then with fewer
+    samples than planned if a single call is that slow; ``n_samples`` tells how many).
+    ``watch`` (conditions.SampleWatch): each sample is judged by what else used its CPUs, and
+    a marked one is kept apart (``marked_ms``) and replaced; without one every sample counts.
     At least one warm-up call whatever ``warmup_calls`` says (the config refuses 0): the first
     call of a shape traces or compiles, and that is never a sample. After it, warm-up calls go on
     up to ``warmup_calls`` in all, or until those after the first have taken ``warmup_time_s``
@@ -86,6 +112,7 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
     """
     warmup_calls = max(1, settings.warmup_calls)  # the first call is never a sample
     synchronise()
+    began = clock()
     first_call_ms = _timed_ms(call, synchronise, clock)
     done, warming = 1, clock()
     while done < warmup_calls:
@@ -94,22 +121,37 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
         call()
         synchronise()
         done += 1
-    samples = []
+    point_cost_s = clock() - began + overhead_s
+    samples, marked, wanted = [], [], None
     with gc_paused({}) as collector:
         started = clock()
         while True:
+            if watch is not None:
+                watch.start()
             before = clock()
             call()
             synchronise()
             after = clock()
-            samples.append((after - before) * 1000.0)
+            sample_ms = (after - before) * 1000.0
+            if watch is not None and watch.stop(sample_ms) is not None:
+                marked.append(sample_ms)
+            else:
+                samples.append(sample_ms)
+            if wanted is None:
+                wanted = planned_samples(sample_ms / 1000.0, point_cost_s + sample_ms / 1000.0,
+                                         settings.noise_ratio, settings)
             elapsed = after - started
-            enough = len(samples) >= settings.min_samples and elapsed >= settings.min_time_s
-            if enough or len(samples) >= settings.max_samples or elapsed >= settings.max_time_s:
+            enough = len(samples) >= wanted and elapsed >= settings.min_time_s
+            if enough or len(samples) + len(marked) >= settings.max_samples or \
+                    elapsed >= settings.max_time_s:
                 break
+    if not samples:  # every sample marked: the figure has only those
+        samples, marked = marked, []
     return Measurement(
         samples, float(np.mean(samples)), done, None, None, first_call_ms,
-        collector.get("collections", 0),
+        collector.get("collections", 0), marked, wanted, point_cost_s,
+        watch.kept_steal_ms if watch is not None else None,
+        watch.kept_other_ms if watch is not None else None,
     )
 
 
@@ -134,4 +176,9 @@ def summarise(measurement):
         "number": measurement.number,
         "first_call_ms": measurement.first_call_ms,
         "gc_collections": measurement.gc_collections,
+        "marked_samples": measurement.marked_ms,
+        "planned_samples": measurement.planned_samples,
+        "point_cost_s": measurement.point_cost_s,
+        "kept_steal_ms": measurement.kept_steal_ms,
+        "kept_other_cpu_ms": measurement.kept_other_cpu_ms,
     }

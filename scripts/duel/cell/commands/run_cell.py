@@ -91,8 +91,13 @@ def parse_args(argv=None):
     duel.add_argument("--warmup-time-s", type=float, default=0.5,
                       help="warm-up stops early once the calls after the first took this long "
                            "(0: by count alone)")
-    duel.add_argument("--min-samples", type=int, default=10)
-    duel.add_argument("--min-time-s", type=float, default=1.0)
+    duel.add_argument("--min-samples", type=int, default=5,
+                      help="the fewest samples a point takes (default 5)")
+    duel.add_argument("--min-time-s", type=float, default=0.0)
+    duel.add_argument("--noise-ratio", type=float, default=0.8,
+                      help="variance of one sample over the variance between processes (logs), "
+                           "which sizes a point's samples against its fixed cost "
+                           "(duel/cell/timing.py planned_samples); 0: --min-samples alone")
     duel.add_argument("--max-samples", type=int, default=1000)
     duel.add_argument("--max-time-s", type=float, default=60.0)
     grid.add_argument("--learning-rate", type=float, default=1e-4,
@@ -364,7 +369,7 @@ def measure(args):
         seed=args.seed,
         duel=timing.DuelSettings(
             args.warmup_calls, args.min_samples, args.min_time_s, args.max_samples, args.max_time_s,
-            args.warmup_time_s,
+            args.warmup_time_s, args.noise_ratio,
         ),
         timeit=timing.TimeitSettings(args.repeat, args.number),
         reference_dir=args.reference_dir,

@@ -164,6 +164,7 @@ def judged_frame():
     for values in rows:
         values["disturbed"] = "host steal 25% of its CPU time" if values["steal_ms"] else None
         values["canary_spread"] = 0.03
+        values["disturbance_rule"] = conditions.RULE  # as the judge marks every row
     attempts.judge(rows, LIMITS)
     return pd.DataFrame(rows)
 
@@ -173,12 +174,16 @@ def test_the_run_says_what_was_measured_again_and_that_its_host_was_noisy():
     assert again == ("Disturbed: 0 of 2 points measured again in their process, 1 in a fresh "
                      "process (2 disturbed rows kept, not counted).")
     assert noisy.startswith("Noisy host: 1 of 2 points (50%) were still disturbed after their "
-                            "last measurement (steal 1); host steal 18.8% of the cells' CPU "
-                            "time, canary spread 3.0%.")
+                            "last measurement (steal 1); host steal 12.5% of the cells' CPU "
+                            "time, canary spread 3.0%.")  # over the rows that count
     assert "verdicts resting on them are weaker" in noisy
+    assert breakdown.disturbance(judged_frame()) == (2, 1, pytest.approx(0.125), True)
     calm = pd.DataFrame([row(1), row(1, batch=2)])
     calm["counted"], calm["disturbed"] = True, None
     assert breakdown.attempt_lines(calm) == []  # nothing to say
+    assert breakdown.disturbance(calm).noisy is None  # never judged: unknown, not quiet
+    calm["disturbance_rule"] = conditions.RULE
+    assert breakdown.disturbance(calm) == (2, 0, 0.0, False)
 
 
 def test_rows_judged_by_the_old_rule_say_so_and_rows_never_judged_say_nothing():

@@ -22,6 +22,7 @@ overlap, and the shares are of the job time):
 import glob
 import json
 import os
+from collections import namedtuple
 
 import numpy as np
 import pandas as pd
@@ -107,33 +108,63 @@ def lines(table, run_s=None):
 
 
 REASON_KINDS = {"host": "steal", "other": "other processes", "canary": "canary"}
+# What a noisy run is, in one line, wherever a run is marked noisy (the store, its site).
+NOISY_MEANING = ("A run is noisy where some of its points were still disturbed after their last "
+                 "measurement (the host stole CPU time, other processes ran beside them, or the "
+                 "canary slowed): verdicts resting on them are weaker and a rerun may differ.")
+Disturbance = namedtuple("Disturbance", "points disturbed steal_share noisy")
+
+
+def _still_disturbed(counted):
+    """The counted rows still disturbed after their last measurement (ok rows with a reason)."""
+    return counted[counted["disturbed"].notna() & (counted["status"] == "ok")]
+
+
+def disturbance(frame):
+    """How noisy the host of a run was, from all its rows (every attempt): the one rule that the
+    run's end and the store both apply. ``points``: the rows that count (a point in one
+    process); ``disturbed``: those still disturbed after their last measurement; ``steal_share``:
+    the host's steal over the CPU time of the counted ok rows; ``noisy``: any point still
+    disturbed. ``disturbed`` and ``noisy`` are None for rows no judge marked (written before
+    points were judged), ``steal_share`` where no steal was recorded: unknown, not quiet."""
+    counted = replicates.counted(frame)
+    judged = "disturbance_rule" in counted.columns and counted["disturbance_rule"].notna().any()
+    disturbed = len(_still_disturbed(counted)) if judged else None
+    ok = counted[counted["status"] == "ok"]
+    steal_share = None
+    if "steal_ms" in ok.columns and ok["steal_ms"].notna().any():
+        capacity = (ok["point_wall_s"].astype(float) * 1000.0
+                    * ok["threads"].fillna(1).astype(float).clip(lower=1)).sum()
+        if capacity > 0:
+            steal_share = float(ok["steal_ms"].fillna(0).astype(float).sum() / capacity)
+    return Disturbance(int(len(counted)), disturbed, steal_share,
+                       None if disturbed is None else disturbed > 0)
 
 
 def attempt_lines(frame):
     """What the run did with disturbed points (duel/cell/attempts.py): how many were measured
-    again in their process or in a fresh one, and, where points stayed disturbed after their
-    last measurement, one line saying the host was noisy and its verdicts are weaker."""
+    again in their process or in a fresh one, and, where the host was noisy (``disturbance``),
+    one line saying so and that its verdicts are weaker."""
     if "counted" not in frame.columns or frame["attempt"].isna().all():
         return []
     counted = replicates.counted(frame)
-    total = len(counted)
+    found = disturbance(frame)
     fresh = int((counted["attempt"].fillna(1) > 1).sum())
     again = int((counted["remeasure"].fillna(0) > 0).sum()) if "remeasure" in counted else 0
-    disturbed = counted[counted["disturbed"].notna() & (counted["status"] == "ok")]
-    if not (fresh or again or len(disturbed)):
+    if not (fresh or again or found.noisy):
         return []
-    kept = len(frame) - total
+    kept = len(frame) - found.points
     text = ["Disturbed: %d of %d points measured again in their process, %d in a fresh process "
             "(%d disturbed row%s kept, not counted)."
-            % (again, total, fresh, kept, "" if kept == 1 else "s")]
-    if len(disturbed):
+            % (again, found.points, fresh, kept, "" if kept == 1 else "s")]
+    if found.noisy:
         reasons = pd.Series([REASON_KINDS.get(reason.split(" ")[0], reason)
-                             for line in disturbed["disturbed"]
+                             for line in _still_disturbed(counted)["disturbed"]
                              for reason in str(line).split("; ")]).value_counts()
         text.append("Noisy host: %d of %d points (%.0f%%) were still disturbed after their last "
                     "measurement (%s); %s. Their figures count, marked disturbed, so verdicts "
                     "resting on them are weaker and a rerun may differ."
-                    % (len(disturbed), total, 100.0 * len(disturbed) / total,
+                    % (found.disturbed, found.points, 100.0 * found.disturbed / found.points,
                        ", ".join("%s %d" % item for item in reasons.items()), host_noise(frame)))
     return text
 
@@ -141,11 +172,9 @@ def attempt_lines(frame):
 def host_noise(frame):
     """The host's steal over the cells' CPU time and its canary's typical spread, in words."""
     parts = []
-    if "steal_ms" in frame.columns:
-        capacity = (frame["point_wall_s"] * 1000.0 * frame["threads"].fillna(1).clip(lower=1)).sum()
-        if capacity > 0:
-            parts.append("host steal %.1f%% of the cells' CPU time"
-                         % (100.0 * frame["steal_ms"].fillna(0).sum() / capacity))
+    steal_share = disturbance(frame).steal_share
+    if steal_share is not None:
+        parts.append("host steal %.1f%% of the cells' CPU time" % (100.0 * steal_share))
     if "canary_spread" in frame.columns and frame["canary_spread"].notna().any():
         spread = float(np.expm1(frame["canary_spread"].median()))
         parts.append("canary spread %.1f%%" % (100.0 * spread))

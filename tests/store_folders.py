@@ -4,15 +4,32 @@ import json
 import os
 
 from conftest import cell_rows
-from duel.cell import shard
+from duel.cell import conditions, shard
 
 CELLS = (("pytorch", "eager"), ("tensorflow", "eager"))
+STEAL = 0.09  # a noisy host's steal: 9% of the CPU time, beyond the judge's 5%
+
+
+def judged(rows, disturbed):
+    """``rows`` as the cell's judge marks them, each point taking 1 s on its threads: every one
+    disturbed by the host's steal (STEAL) where ``disturbed``, else none; None: left unjudged,
+    as rows written before points were judged."""
+    if disturbed is None:
+        return rows
+    for row in rows:
+        steal = STEAL if disturbed else 0.0
+        row.update(point_wall_s=1.0, steal_ms=steal * 1000.0 * row["threads"], other_cpu_ms=0.0,
+                   disturbance_rule=conditions.RULE, counted=True,
+                   disturbed="host steal %.0f%% of its CPU time" % (100 * steal)
+                   if disturbed else None)
+    return rows
 
 
 def results_folder(root, run_id, started_at, scale=1.0, machine="test-machine",
-                   model="gpt2", processes=2):
+                   model="gpt2", processes=2, disturbed=None):
     """``root``/results with a run's shards (two cells, ``processes`` replicates each, figures
-    times ``scale``) and its manifest (run id ``run_id``, successful); returns the folder."""
+    times ``scale``, its points judged as ``judged`` says) and its manifest (run id ``run_id``,
+    successful); returns the folder."""
     results = os.path.join(str(root), "results")
     written = []
     for framework, mode in CELLS:
@@ -20,7 +37,7 @@ def results_folder(root, run_id, started_at, scale=1.0, machine="test-machine",
             rows = cell_rows(framework, mode, model, "duel",
                              scale * (1.0 if framework == "pytorch" else 1.5)
                              * (1.0 + 0.01 * replicate))
-            for row in rows:
+            for row in judged(rows, disturbed):
                 row.update(replicate=replicate, started_at=started_at, hostname="test-host",
                            git_commit="c0ffee" + run_id[-4:].replace("-", "0"))
             relative = os.path.join("results", "shards", "current", "cpu", framework, mode,

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import DUEL, QUICK, REPO, snakemake, write_config
 from duel.host.store import archive, ingest, questions
-from store_folders import results_folder
+from store_folders import STEAL, results_folder
 
 V1 = os.path.join(REPO, "tests", "data", "store-v1")
 DAY = "2026-01-%02dT00:00:00+00:00"
@@ -157,13 +157,46 @@ def test_the_version_1_store_opens_and_answers(tmp_path):
     assert table["figure_ms"].iloc[1] / table["figure_ms"].iloc[0] == pytest.approx(1.1, 0.01)
     assert (table["low_ms"] < table["figure_ms"]).all()
     assert (table["high_ms"] > table["figure_ms"]).all()
-    ingest.add_folder(store, results_folder(tmp_path / "c", "20260103T000000Z-3", DAY % 3))
-    assert len(questions.run_table(store)) == 3
+    assert questions.run_table(store)["noisy"].isna().all()  # not recorded: unknown, not quiet
+    ingest.add_folder(store, results_folder(tmp_path / "c", "20260103T000000Z-3", DAY % 3,
+                                            disturbed=True))
+    runs = questions.run_table(store)
+    assert [questions.flag(value) for value in runs["noisy"]] == [None, None, True]
+    assert questions.history(store, [point])["noisy"].tolist() == [None, None, True]
+    listed = duel("runs", "--store", store)
+    assert listed.returncode == 0 and listed.stdout.count("noisy") == 1, listed.stdout
     newer = tmp_path / "newer"
     shutil.copytree(V1, str(newer))
     (newer / archive.VERSION_FILE).write_text("%d\n" % (archive.VERSION + 1))
     answer = duel("runs", "--store", newer)
     assert answer.returncode == 2 and "update it" in answer.stderr
+
+
+@pytest.mark.unit
+def test_a_run_whose_points_stayed_disturbed_is_stored_listed_and_left_out_of_trends(tmp_path):
+    store = str(tmp_path / "store")
+    # Three quiet runs, then two at twice the time whose every point stayed disturbed.
+    for day, scale, disturbed in ((1, 1.0, False), (2, 1.01, False), (3, 0.99, False),
+                                  (4, 2.0, True), (5, 2.02, True)):
+        ingest.add_folder(store, results_folder(tmp_path / str(day), "2026010%dT000000Z-%d"
+                                                % (day, day), DAY % day, scale,
+                                                disturbed=disturbed), create=True)
+    runs = questions.run_table(store)
+    assert runs["noisy"].tolist() == [False] * 3 + [True] * 2
+    assert (runs["counted_points"] == 12).all()  # cells x processes x points
+    assert runs["disturbed_points"].tolist() == [0, 0, 0, 12, 12]
+    assert runs["steal_share"].tolist() == pytest.approx([0.0] * 3 + [STEAL] * 2)
+    listed = duel("runs", "--store", store)
+    assert listed.returncode == 0
+    lines = [line for line in listed.stdout.splitlines() if "2026010" in line]
+    assert ["success, noisy: 12 of 12 points disturbed, steal 9%" in line
+            for line in lines] == [False] * 3 + [True] * 2, listed.stdout
+    # Quiet, the last two runs would be a step; noisy, they are left out of the fit.
+    table = questions.trend(store, [questions.parse_point("gpt2/pytorch/eager/1x64")])
+    assert table["runs"].tolist() == [5] and table["noisy_runs"].tolist() == [2]
+    assert table["ratio"].isna().all()
+    answer = duel("trend", "--store", store)
+    assert answer.returncode == 0 and "noisy runs left out: 2" in answer.stdout, answer.stdout
 
 
 @pytest.mark.unit

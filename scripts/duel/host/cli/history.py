@@ -9,8 +9,8 @@ from duel.host.store import archive, questions
 DESCRIPTION = """Show points over the runs in the results store, oldest run first.
 
 Per run: its figure for the point (the method's statistic pooled over the run's processes), the
-95%% interval over those processes, the machine, era and commit. POINT is %s.""" % (
-    questions.POINT_SYNTAX)
+95%% interval over those processes, the machine, era and commit; a run whose host was noisy
+(duel runs) says so in its status. POINT is %s.""" % questions.POINT_SYNTAX
 
 
 def points(text):
@@ -42,6 +42,8 @@ def run(args):
         return command.FINE
     table["point"] = [questions.point_label(row) for _, row in table.iterrows()]
     table["git_commit"] = table["git_commit"].fillna("").str[:10]
+    table["status"] = [status + (", noisy run" if noisy is True else "")
+                       for status, noisy in zip(table["status"], table["noisy"])]
     table["interval_ms"] = ["" if pd.isna(low) else "%.4g-%.4g" % (low, high)
                             for low, high in zip(table["low_ms"], table["high_ms"])]
     shown = ["point", "started_at", "run_id", "machine", "era", "git_commit", "status",

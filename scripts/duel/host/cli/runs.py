@@ -8,7 +8,8 @@ DESCRIPTION = """List the runs in the results store, oldest first.
 
 When and where each ran (machine), in what (eras, commit), how many points and processes, and
 its headline: per pair of modes, the geometric-mean PyTorch/TensorFlow ratio (< 1: PyTorch
-faster) and the points each framework clearly wins."""
+faster) and the points each framework clearly wins. A noisy run says so in its status: how
+many of its points were still disturbed after their last measurement, and the host's steal."""
 
 
 def add(subparsers):
@@ -28,6 +29,8 @@ def run(args):
         print(table.to_csv(index=False), end="")
         return command.FINE
     table["git_commit"] = table["git_commit"].fillna("").astype(str).str[:10]
+    table["status"] = [questions.status_text(run) for _, run in table.iterrows()]
+    table = table[questions.RUN_COLUMNS]
     with pd.option_context("display.max_colwidth", 200, "display.width", 250):
         print(table.to_string(index=False) if len(table) else "no runs in the store")
     return command.FINE

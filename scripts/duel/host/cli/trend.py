@@ -7,8 +7,9 @@ DESCRIPTION = """Find the steps in points' figures over the runs in the results 
 
 Per point and machine, the runs in time order are split where their levels differ most (as
 asv finds steps), and a split is a step only when Welch's t over the runs on each side (at
-least %d a side) puts the ratio of the levels clearly beyond the minimum effect: one noisy run
-is never a step. Without POINT, every point.""" % questions.MIN_RUNS
+least %d a side) puts the ratio of the levels clearly beyond the minimum effect: one outlying
+run is never a step, and runs marked noisy (duel runs) are left out. Without POINT, every
+point.""" % questions.MIN_RUNS
 
 
 def add(subparsers):
@@ -41,8 +42,10 @@ def run(args):
                                     row["before_ms"], row["after_ms"], row["ratio"], row["low"],
                                     row["high"]))
         series = table.drop_duplicates(questions.SERIES)
-        print("%d point series over %d runs at most: %d step%s" % (
+        left_out = int(series["noisy_runs"].max()) if len(series) else 0
+        print("%d point series over %d runs at most: %d step%s%s" % (
             len(series), int(series["runs"].max()) if len(series) else 0, len(stepped),
-            "" if len(stepped) == 1 else "s"))
+            "" if len(stepped) == 1 else "s",
+            " (noisy runs left out: %d at most)" % left_out if left_out else ""))
     slower = stepped[stepped["verdict"] == "slower"]
     return command.FINDING if len(slower) else command.FINE

@@ -3,7 +3,8 @@
 Layout (store version 1), under the store folder (config key ``store``, default results/store):
 
     VERSION                              the layout's version
-    runs/<run id>/run.parquet            one row: when, where, what, how many points, headline
+    runs/<run id>/run.parquet            one row: when, where, what, how many points, headline,
+                                         how disturbed its host was (noisy)
     runs/<run id>/points-<hash>.parquet  the rows of shards added together: every column of the
                                          data contract, plus run_id, shard, shard_sha256
     index.parquet                        every point's figures without samples, one file: what

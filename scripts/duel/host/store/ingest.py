@@ -26,7 +26,7 @@ from duel.cell import contract, files
 from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.store import archive
-from duel.host.tables import replicates, summary
+from duel.host.tables import breakdown, replicates, summary
 from duel.host.verdicts import statistics
 
 UNRECORDED = "unrecorded-"
@@ -181,8 +181,10 @@ def _distinct(frame, column):
 def describer(run_id, record, machine, source):
     """The function that makes run ``run_id``'s one-row record from all its rows."""
     def describe(frame):
-        counted = replicates.counted(summary.migrated(frame))
+        rows = summary.migrated(frame)
+        counted = replicates.counted(rows)
         first = counted.iloc[0] if len(counted) else frame.iloc[0]
+        noise = breakdown.disturbance(rows)
         where = (record or {}).get("machine") or {}
         started = (record or {}).get("started_at") or _distinct(frame, "started_at").split(",")[0]
         return {
@@ -206,6 +208,10 @@ def describer(run_id, record, machine, source):
             "points": int(len(counted.drop_duplicates(replicates.POINT_IDENTITY))),
             "processes": int(counted["replicate"].max()) if len(counted) else 0,
             "headline": headline(frame),
+            "counted_points": noise.points,
+            "disturbed_points": noise.disturbed,
+            "steal_share": noise.steal_share,
+            "noisy": noise.noisy,
             "manifest": json.dumps(record, sort_keys=True) if record else None,
             "source": os.path.abspath(source),
             "added_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -9,7 +9,9 @@ A trend is judged per point and machine over its runs in time order, the way asv
 (a piecewise-constant fit of the runs' figures, split where the levels differ most), but a split
 counts only when Welch's t over the runs on each side, at least MIN_RUNS of them, puts the
 ratio of the two levels clearly beyond ``min_effect``, as every other comparison is judged: one
-noisy run is never a step.
+outlying run is never a step. A run whose host was noisy (its ``noisy`` mark, set when it was
+stored by breakdown.disturbance, the rule the run's end applies) is left out of the fit: a
+noisy run is never a step, nor a side of one.
 """
 import re
 from collections import namedtuple
@@ -51,10 +53,36 @@ def point_label(row):
 
 RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
                "points", "processes", "headline"]
+# How disturbed a run's host was (breakdown.disturbance), as stored with it; null in a run
+# stored before they were recorded: unknown, not quiet.
+NOISE_COLUMNS = ["counted_points", "disturbed_points", "steal_share", "noisy"]
+
+
+def flag(value):
+    """A stored mark as True, False or None (unknown: null, or a run stored without it)."""
+    return None if value is None or pd.isna(value) else bool(value)
+
+
+def noise_text(run):
+    """A noisy run's mark in words ('noisy: 18 of 18 points disturbed, steal 9%'); '' for a run
+    not marked noisy (quiet, or unknown). ``run``: a row of ``run_table``."""
+    if not flag(run.get("noisy")):
+        return ""
+    text = "noisy: %d of %d points disturbed" % (run["disturbed_points"], run["counted_points"])
+    if not pd.isna(run.get("steal_share")):
+        text += ", steal %.0f%%" % (100.0 * run["steal_share"])
+    return text
+
+
+def status_text(run):
+    """A run's status with its noisy mark: 'success, noisy: 18 of 18 points disturbed, ...'."""
+    return ", ".join(part for part in (run["status"], noise_text(run))
+                     if part and not pd.isna(part))
 
 
 def run_table(store, machine=None, era=None):
-    """A row per run, oldest first: when, where, what, how many points, the headline."""
+    """A row per run, oldest first: when, where, what, how many points, the headline, how
+    disturbed its host was (NOISE_COLUMNS)."""
     where, parameters = ["true"], []
     if machine:
         where.append("machine = ?")
@@ -64,7 +92,16 @@ def run_table(store, machine=None, era=None):
         parameters.append(era)
     table = archive.query(store, "SELECT * FROM runs WHERE %s ORDER BY started_at, run_id"
                           % " AND ".join(where), parameters, views=("runs",))
-    return table.reindex(columns=RUN_COLUMNS)
+    return table.reindex(columns=RUN_COLUMNS + NOISE_COLUMNS)
+
+
+def noisy_runs(store):
+    """{run id: its noisy mark (flag)} of every stored run; empty for a store none has."""
+    present = archive.query(store, "SELECT * FROM runs LIMIT 0", views=("runs",)).columns
+    if "noisy" not in present:
+        return {}
+    table = archive.query(store, "SELECT run_id, noisy FROM runs", views=("runs",))
+    return dict(zip(table["run_id"], map(flag, table["noisy"])))
 
 
 def run_frame(store, run_id):
@@ -120,10 +157,11 @@ def _figures(rows):
 
 def history(store, points, **filters):
     """One row per point and run, in time order: the run's figure, its interval, where and
-    what it ran in (filters: era, device, precision, task, method, machine). A run whose point
-    failed in every process has its status and no figure."""
+    what it ran in (filters: era, device, precision, task, method, machine), and whether its
+    host was noisy (noisy_runs). A run whose point failed in every process has its status and
+    no figure."""
     rows = _rows(store, points, filters)
-    columns = RUN_KEYS + ["status", "figure_ms", "low_ms", "high_ms", "processes"]
+    columns = RUN_KEYS + ["status", "figure_ms", "low_ms", "high_ms", "processes", "noisy"]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     figures = _figures(rows)
@@ -133,6 +171,9 @@ def history(store, points, **filters):
     failed = failed[failed["_merge"] == "left_only"].drop(columns="_merge")
     failed["processes"] = 0
     table = pd.concat([figures, failed], ignore_index=True) if len(failed) else figures
+    noisy = noisy_runs(store)
+    table["noisy"] = pd.Series([noisy.get(run_id) for run_id in table["run_id"]],
+                               index=table.index, dtype=object)
     return table.sort_values(SERIES + ["started_at", "run_id"]).reset_index(drop=True)[columns]
 
 
@@ -175,22 +216,25 @@ def steps(logs, min_effect):
     return sorted(found)
 
 
-TREND_COLUMNS = SERIES + ["runs", "first", "last", "step_run", "step_started_at",
+TREND_COLUMNS = SERIES + ["runs", "noisy_runs", "first", "last", "step_run", "step_started_at",
                           "step_commit", "before_ms", "after_ms", "ratio", "low", "high",
                           "verdict"]
 
 
 def trend(store, points=(), min_effect=statistics.MIN_EFFECT, **filters):
     """Per point and machine, every clear step over its runs (a row per step; a row with no
-    step where none), from ``history``."""
+    step where none), from ``history``; ``noisy_runs`` of its ``runs`` were left out of the fit
+    (marked noisy)."""
     table = history(store, points, **filters)
     table = table[table["status"] == "ok"]
     rows = []
     for key, series in table.groupby(SERIES, sort=True):
-        series = series.sort_values(["started_at", "run_id"]).reset_index(drop=True)
+        series = series.sort_values(["started_at", "run_id"])
+        noisy = series["noisy"].map(lambda value: value is True)
+        base = dict(zip(SERIES, key), runs=len(series), noisy_runs=int(noisy.sum()),
+                    first=series["started_at"].iloc[0], last=series["started_at"].iloc[-1])
+        series = series[~noisy].reset_index(drop=True)
         logs = np.log(series["figure_ms"].astype(float).to_numpy())
-        base = dict(zip(SERIES, key), runs=len(series), first=series["started_at"].iloc[0],
-                    last=series["started_at"].iloc[-1])
         found = steps(logs, min_effect)
         if not found:
             rows.append(base)

@@ -16,6 +16,7 @@ import debian_packages
 from conftest import DUEL, cell_rows
 from duel.cell import shard
 from duel.host.store import archive, ingest
+from store_folders import judged
 from test_bisect import RECORD
 
 pytestmark = pytest.mark.install
@@ -31,11 +32,12 @@ def chromium():
     return "chromium"
 
 
-def results_folder(folder, scale, started_at):
-    """A results folder of real shards: gpt2 and bert, PyTorch and TensorFlow eager."""
+def results_folder(folder, scale, started_at, disturbed=False):
+    """A results folder of real shards: gpt2 and bert, PyTorch and TensorFlow eager, every point
+    still disturbed where ``disturbed``."""
     for framework, model, own in (("pytorch", "gpt2", 1.0), ("tensorflow", "gpt2", 1.6),
                                   ("pytorch", "bert", 2.0), ("tensorflow", "bert", 1.7)):
-        rows = cell_rows(framework, "eager", model, "duel", scale * own)
+        rows = judged(cell_rows(framework, "eager", model, "duel", scale * own), disturbed)
         for row in rows:
             row["started_at"] = started_at
         shard.write_shard(rows, str(folder / "shards" / ("%s-%s.parquet" % (model, framework))))
@@ -44,13 +46,15 @@ def results_folder(folder, scale, started_at):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """A store of three runs (two on alpha, one on beta) and the site published from it."""
+    """A store of three runs (two on alpha, the second noisy; one on beta) and the site
+    published from it."""
     base = tmp_path_factory.mktemp("publish")
     store = str(base / "store")
     for name, scale, started, machine in (("a", 1.0, "2026-01-01T08:00:00+00:00", "alpha"),
                                           ("b", 1.3, "2026-01-02T08:00:00+00:00", "alpha"),
                                           ("c", 1.1, "2026-01-02T09:00:00+00:00", "beta")):
-        added = ingest.add_folder(store, results_folder(base / name, scale, started), machine,
+        added = ingest.add_folder(store, results_folder(base / name, scale, started,
+                                                        disturbed=name == "b"), machine,
                                   create=True)
         assert len(added) == 1, added
     archive.add_bisection(store, RECORD)
@@ -102,9 +106,18 @@ def test_every_page_is_there_and_every_link_resolves(site):
     index = open(os.path.join(site, "index.html"), encoding="utf-8").read()
     assert "3 runs" in index and "alpha" in index and "beta" in index
     assert "<script" not in index.lower()
+    noisy = "unrecorded, noisy: 12 of 12 points disturbed, steal 9%"
+    assert index.count(noisy) == 1 and 'noisy">%s</td>' % noisy in index, index
+    assert "A run is noisy where some of its points were still disturbed" in index
+    for chart in (os.path.join("model", "gpt2_alpha_current_cpu_fp32_inference_duel.svg"),
+                  os.path.join("scope", "current_cpu_fp32_inference_duel.svg")):
+        assert "noisy run" in open(os.path.join(site, chart), encoding="utf-8").read(), chart
+    assert "noisy run" not in open(os.path.join(
+        site, "model", "gpt2_beta_current_cpu_fp32_inference_duel.svg"), encoding="utf-8").read()
     scope = open(os.path.join(site, "scope", "current_cpu_fp32_inference_duel.html"),
                  encoding="utf-8").read()
     assert "PyTorch eager vs TensorFlow eager" in scope and scope.count("<tr>") == 4, scope
+    assert scope.count("</span>, noisy") == 1
     bisections = open(os.path.join(site, "bisections.html"), encoding="utf-8").read()
     assert "step at 2.11.0 -&gt; 2.12.1: faster, time ratio 0.42 [0.41, 0.43]" in bisections
     assert 'href="bisections.html"' in index

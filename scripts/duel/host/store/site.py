@@ -51,7 +51,7 @@ from duel.cell import contract, files  # noqa: E402
 from duel.host.render import bisection, pages, plots  # noqa: E402
 from duel.host.render.pages import escape, link, table  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
-from duel.host.tables import replicates, scopes, summary  # noqa: E402
+from duel.host.tables import breakdown, replicates, scopes, summary  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
 
 VERDICT_RUNS = 200
@@ -61,7 +61,11 @@ MACHINE_GROUPS = 3  # groups of runs differing only by machine shown, latest fir
 MARKER = ".duel-site"  # in a folder publish wrote: the files it wrote, the only ones it replaces
 PARTIAL = ".duel-site-partial-"  # a site being written, inside the folder it goes to
 RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
-               "lock_sha256", "points", "processes", "headline"]
+               "lock_sha256", "points", "processes", "headline"] + questions.NOISE_COLUMNS
+# A run whose host was noisy, on a chart where runs are points: a cross over its point.
+NOISY_MARKER = dict(linestyle="none", marker="x", color="black", markersize=6, zorder=3)
+NOISY_NOTE = ('<p class="note">%s A run stored before this was recorded carries no mark.</p>'
+              % escape(breakdown.NOISY_MEANING))
 # The columns a run's verdict needs: its points' identity, status, samples and machine
 # (summary.py's point table over these alone is the same for the verdict, and a fraction of the
 # work).
@@ -78,6 +82,7 @@ img { max-width: 100%; border: 1px solid #ddd; }
 p.note { color: #555; }
 td { white-space: nowrap; }
 td.wrap { white-space: normal; }
+td.noisy { background: #fff1b8; }
 """
 UNNAMED = "unnamed-machine"  # a run that recorded neither a machine nor a hostname
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -107,6 +112,11 @@ def _scope_label(values):
 
 def _short(commit):
     return "" if commit is None or pd.isna(commit) else str(commit)[:10]
+
+
+def _noisy(values):
+    """Which of a column of stored noisy marks say noisy (unknown is not noisy here)."""
+    return pd.Series(values).map(lambda value: questions.flag(value) is True).to_numpy()
 
 
 def _when(started):
@@ -190,6 +200,9 @@ def _trend_figure(series, model, machine, scope):
             if line["low_ms"].notna().any():
                 axis.fill_between(when, line["low_ms"], line["high_ms"], color=colour,
                                   alpha=0.2, linewidth=0)
+            noisy = _noisy(line["noisy"])
+            if noisy.any():
+                axis.plot(when[noisy], line["figure_ms"][noisy], **NOISY_MARKER)
         if span:
             axis.set_xlim(*span)
         locator = mdates.AutoDateLocator(maxticks=8)
@@ -200,6 +213,8 @@ def _trend_figure(series, model, machine, scope):
         axis.set_xlabel("run start (UTC)")
     handles = [Line2D([], [], color=plots._colour(*key), marker="o", markersize=3,
                       label=scopes.series_label(*key)) for key in keys]
+    if _noisy(series["noisy"]).any():
+        handles.append(Line2D([], [], label="noisy run", **NOISY_MARKER))
     plots._finish(figure, "%s on %s (%s): each run's figure and 95%% interval over its "
                   "processes" % (model, machine, _scope_label(scope)), False, handles)
     return figure
@@ -242,7 +257,9 @@ def model_pages(out, history):
                     "processes: duel, the median of their medians; timeit, the mean of their "
                     "means) against the run's start, a line per framework and mode; the band is "
                     "Student's t 95% interval over the processes (none with one process). "
-                    "A run where the point failed leaves a gap; the table counts them.</p>")
+                    "A run where the point failed leaves a gap; the table counts them; a cross "
+                    "marks a noisy run.</p>")
+        body.append(NOISY_NOTE)
         for (machine, *scope), series in rows.groupby(["machine"] + scopes.SCOPE, sort=True):
             series = series.sort_values(["started_at", "run_id"])
             chart = "%s.svg" % _name(model, machine, *scope)
@@ -281,6 +298,12 @@ def _verdict_figure(mine, by_run, scope):
                       marker="o" if len(line) <= MARKED_RUNS else None, markersize=3,
                       label="PyTorch %s / TensorFlow %s%s" % (
                           mode_pt, mode_tf, ", %s" % machine if len(machines) > 1 else ""))
+            noisy = _noisy(line["run_id"].map(by_run["noisy"]))
+            if noisy.any():
+                axis.plot(line["started"][noisy], line["geomean_ratio"][noisy].astype(float),
+                          **NOISY_MARKER)
+    if _noisy(frame["run_id"].map(by_run["noisy"])).any():
+        axis.plot([], [], **dict(NOISY_MARKER, label="noisy run"))
     axis.axhline(1.0, color="black", linewidth=0.8)
     axis.set_yscale("log")
     axis.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: "%g" % value))
@@ -316,8 +339,8 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
                 "<p>Per pair of modes, each run's geometric-mean PyTorch / TensorFlow ratio over "
                 "its compared points (&lt; 1: PyTorch faster; coloured where its interval over "
                 "processes makes it clear) and how many points each framework clearly wins; "
-                "open: compared points with no clear difference.</p>",
-                '<p class="note">%s</p>' % escape(judged)]
+                "open: compared points with no clear difference; a cross marks a noisy run.</p>",
+                NOISY_NOTE, '<p class="note">%s</p>' % escape(judged)]
         mine = verdicts
         if len(verdicts):
             mine = verdicts[np.logical_and.reduce(
@@ -337,12 +360,15 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
             rows, classes = [], []
             for _, row in pair.iterrows():
                 run = by_run.loc[row["run_id"]]
-                rows.append([escape(run["when"]), '<span id="run-%s">%s</span>' % (
-                    escape(row["run_id"]), escape(row["run_id"])), escape(run["machine"]),
+                noisy = _noisy([run["noisy"]])[0]
+                rows.append([escape(run["when"]), '<span id="run-%s">%s</span>%s' % (
+                    escape(row["run_id"]), escape(row["run_id"]), ", noisy" if noisy else ""),
+                    escape(run["machine"]),
                     escape(_short(run["git_commit"]))] + [escape(row[name]) for name in (
                         "geomean_ratio", "pytorch_clearly_faster", "tensorflow_clearly_faster",
                         "not_clear", "compared", "points", "replicates", "interval")])
-                classes.append([""] * 4 + [ratio_class(row)] + [""] * 7)
+                classes.append(["", "noisy" if noisy else "", "", ""] + [ratio_class(row)]
+                               + [""] * 7)
             body.append("<h2>PyTorch %s vs TensorFlow %s</h2>"
                         % (escape(mode_pt), escape(mode_tf)))
             body.append(table(["started", "run", "machine", "commit", "geomean ratio",
@@ -460,7 +486,7 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
         nav.append("<p>%s: the release where a point stepped.</p>"
                    % link(bisections_link, "Bisections"))
     judged_runs = set(verdicts["run_id"]) if len(verdicts) else set()
-    rows = []
+    rows, classes = [], []
     for _, run in runs.iloc[::-1].iterrows():
         links = ""
         if run["run_id"] in judged_runs:
@@ -473,18 +499,20 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
             links = escape("no verdict: %s" % failed[run["run_id"]])
         rows.append([escape(value) for value in (
             run["when"], run["run_id"], run["machine"], run["eras"], run["devices"],
-            _short(run["git_commit"]), run["points"], run["processes"], run["status"],
-            run["headline"])] + [links])
+            _short(run["git_commit"]), run["points"], run["processes"],
+            questions.status_text(run), run["headline"])] + [links])
+        classes.append([""] * 8 + ["noisy" if questions.noise_text(run) else ""] + [""] * 2)
     body = nav + ["<h2>Runs, newest first</h2>",
                   "<p>headline: per pair of modes, the geometric-mean PyTorch / TensorFlow "
                   "ratio (&lt; 1: PyTorch faster) and the points each framework clearly wins "
                   "(PT, TF) or neither (open), as recorded when the run was added.</p>",
+                  NOISY_NOTE,
                   '<p class="note">%s Published %s.</p>' % (escape(judged), escape(
                       datetime.datetime.now(datetime.timezone.utc).strftime(
                           "%Y-%m-%d %H:%M UTC"))),
                   table(["started", "run", "machine", "eras", "devices", "commit", "points",
-                         "processes", "status", "headline", "verdicts"], rows,
-                        wrap=("headline", "verdicts"))]
+                         "processes", "status", "headline", "verdicts"], rows, classes,
+                        wrap=("status", "headline", "verdicts"))]
     _write(os.path.join(out, "index.html"),
            _page("Duel: PyTorch vs TensorFlow, %d run%s" % (len(runs), "" if len(runs) == 1
                                                               else "s"), "\n".join(body)))

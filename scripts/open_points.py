@@ -8,11 +8,11 @@ from duel.host.verdicts import settle
 
 
 def main(shards, output, replicates, max_replicates, min_effect):
-    points = summary.with_reported(summary.read_shards(shards))
-    record = settle.plan(points, replicates, max_replicates, min_effect)
+    rows = summary.read_shards(shards)
+    record = settle.plan(summary.with_reported(rows), replicates, max_replicates, min_effect,
+                         long_frame=rows)
     files.write_json(output, record, sort_keys=True)
-    print("%d open verdict(s); %d cells get processes %d-%d"
-          % (len(record["open"]), len(record["cells"]), replicates + 1, max_replicates))
+    print("\n".join(settle.lines(record)) or "no verdict undecided")
 
 
 if __name__ == "__main__" and "snakemake" in globals():

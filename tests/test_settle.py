@@ -63,27 +63,56 @@ def test_a_verdict_is_open_when_its_interval_reaches_across_an_edge_of_the_band(
 
 
 @pytest.mark.unit
-def test_the_plan_sends_each_open_point_to_both_of_its_cells_and_nothing_else():
-    # PyTorch at half TensorFlow's time at 1x8 (clear), the same elsewhere with 4% between
-    # processes: those intervals reach across the band's edges.
-    rows = synthetic_rows(replicates=3, seed=7, between=0.04, slow={("pytorch", 1, 8): 0.5})
-    record = settle.plan(summary.with_reported(pd.DataFrame(rows)), 3, 6, 0.05)
-    opened = sorted("%dx%d" % (entry["batch_size"], entry["seq_len"]) for entry in record["open"])
-    assert opened == ["1x128", "2x128", "2x8", "4x32"]
+def test_the_plan_sends_each_decidable_open_point_to_both_of_its_cells_and_nothing_else():
+    # PyTorch at half TensorFlow's time at 1x8 (decided), at 0.88 of it at 2x8, the same
+    # elsewhere with 4% between processes: those intervals reach across the band's edges.
+    rows = synthetic_rows(replicates=3, seed=7, between=0.04,
+                          slow={("pytorch", 1, 8): 0.5, ("pytorch", 2, 8): 0.88})
+    record = settle.plan(summary.with_reported(pd.DataFrame(rows)), 3, 6, 0.05,
+                         long_frame=pd.DataFrame(rows))
+    opened = dict(("%dx%d" % (entry["batch_size"], entry["seq_len"]), entry["processes"])
+                  for entry in record["open"])
+    # 2x8 can still be shown faster; the others sit at the band's edge (ratios 1.04-1.05 with
+    # 4% between processes): six processes would not decide them, so they stop now
+    assert opened == {"1x128": None, "2x8": 6, "2x128": None, "4x32": None}
     assert [(cell["framework"], cell["mode"]) for cell in record["cells"]] == \
         [("pytorch", "eager"), ("tensorflow", "function")]
-    assert all(cell["points"] == ["1x128:duel", "2x128:duel", "2x8:duel", "4x32:duel"]
+    assert all(cell["points"] == ["2x8:duel"] and 0.05 <= cell["noise_ratio"] <= 20
                for cell in record["cells"])
     extra = settle.extra_cells(record)
     assert sorted({cell.replicate for cell, _ in extra}) == [4, 5, 6]
     assert len(extra) == 2 * 3
+    cell = extra[0][0]
+    assert settle.cell_arguments(record, cell)[:2] == ["--points", "2x8:duel"]
+    assert settle.cell_arguments(record, cell)[2] == "--noise-ratio"
     assert settle.lines(record) == [
-        "Settling: 4 verdict(s) still open after 3 processes per cell; their points ran again "
-        "in processes 4-6 of 2 cells."]
+        "Settling: 4 verdict(s) undecided after 3 processes per cell; 1 ran again in "
+        "processes 4-6 of 2 cells; 3 stopped: 6 processes would not decide them."]
     # Processes that agree within 0.5%: every interval inside the band or beyond it, none open.
     quiet = synthetic_rows(replicates=3, seed=7, between=0.005, slow={("pytorch", 1, 8): 0.5})
     record = settle.plan(summary.with_reported(pd.DataFrame(quiet)), 3, 6, 0.05)
     assert record["open"] == [] and record["cells"] == [] and settle.lines(record) == []
+
+
+@pytest.mark.unit
+def test_a_point_gets_the_processes_that_make_a_decision_likely_and_none_when_futile():
+    def point(ratio, low, high, processes=3):
+        return {"ratio": ratio, "ci_low": low, "ci_high": high, "replicates_pt": processes,
+                "replicates_tf": processes}
+
+    # 0.90 [0.84, 0.965]: a tenth faster, just not shown yet: one process more
+    assert settle.needed(point(0.90, 0.84, 0.965), 6, 0.05) == 4
+    # the same ratio with processes twice as far apart wants all six
+    assert settle.needed(point(0.90, 0.80, 1.01), 6, 0.05) == 6
+    # 1.00 [0.94, 1.065]: no difference, nearly shown to be within 5%: equivalent is in reach
+    assert settle.needed(point(1.00, 0.94, 1.065), 6, 0.05) is not None
+    # at the band's edge with processes 8% apart: six processes would decide it rarely
+    assert settle.needed(point(1.05, 0.90, 1.22), 6, 0.05) is None
+    # two processes more are not one more: the chance to decide grows with the processes
+    chances = [settle.chance_to_decide(np.log(0.9), 0.06, 3, count, 0.05)
+               for count in (4, 6, 10)]
+    assert chances == sorted(chances) and 0.0 <= chances[0] and chances[-1] <= 1.0
+    assert settle.needed(point(0.90, 0.84, 0.965), 3, 0.05) is None  # no process to add
 
 
 @pytest.mark.workflow
@@ -102,6 +131,9 @@ def test_a_real_run_measures_its_open_points_again_in_more_processes_and_only_th
     # on two cores some PyTorch eager / TensorFlow verdict of these near-equal shapes is open.
     assert record["open"], "no verdict open after two processes: nothing to settle"
     planned = {(cell["framework"], cell["mode"]): cell["points"] for cell in record["cells"]}
+    futile = [entry for entry in record["open"] if entry["processes"] is None]
+    assert len(futile) + sum(1 for entry in record["open"] if entry["processes"] == 3) \
+        == len(record["open"])
     for framework, mode in (("pytorch", "eager"), ("tensorflow", "eager"),
                             ("tensorflow", "function")):
         third = shard_file(tmp_path, framework, mode, "distilbert-base-uncased", replicate=3)
@@ -118,9 +150,9 @@ def test_a_real_run_measures_its_open_points_again_in_more_processes_and_only_th
         key = "%dx%d:%s" % (point["batch_size"], point["seq_len"], point["method"])
         expected = 3 if key in planned.get((point["framework"], point["mode"]), []) else 2
         assert point["replicates"] == expected, point[["framework", "mode", "point"]].tolist()
-    assert "Settling: %d verdict(s) still open after 2 processes per cell" \
+    assert "Settling: %d verdict(s) undecided after 2 processes per cell" \
         % len(record["open"]) in result.stderr
     manifests = [json.load(open(os.path.join(folder, "manifest.json")))
                  for folder in (tmp_path / "results" / "runs").iterdir()]
     assert all(os.path.exists(tmp_path / shard) for shard in manifests[0]["shards"])
-    assert any("/r3.parquet" in shard for shard in manifests[0]["shards"])
+    assert any("/r3.parquet" in shard for shard in manifests[0]["shards"]) == bool(planned)

@@ -1,23 +1,47 @@
-"""Which verdicts are still open after a run's first rounds, and so get more processes.
+"""Which verdicts are still open after a run's first rounds, and how many processes each gets.
 
 A run measures every cell in ``replicates`` processes; then a PyTorch/TensorFlow verdict is
-*open* when its interval (statistics.judge) reaches across an edge of the band of differences
-too small to call (``min_effect``): more processes can still make it clear, or show that it
-lies within the band. Clear verdicts and intervals inside the band are settled and get nothing
-more; a point that is not ok on either side is not measured again. An open point is measured
-again in both of its cells (PyTorch's mode and TensorFlow's), in processes ``replicates + 1``
-to ``max_replicates``, which measure only their cell's open points. One look after the first
-rounds, and only then: a verdict is never re-judged round by round until it turns clear.
+*open* (undecided) when its interval (statistics.judge) reaches across an edge of the band of
+differences too small to call (``min_effect``): more processes can still show a difference or
+show that it lies within the band. Decided verdicts (faster, equivalent) get nothing more; a
+point that is not ok on either side is not measured again.
+
+Each open point gets the processes it needs, not all up to ``max_replicates``: taking its
+ratio and the spread of its processes as the truth, the chance that it is decided at n
+processes a side (conditional power: its interval narrows as 1 / sqrt(n), its ratio moves by
+the new processes' share) gives its plan, the fewest processes at which that chance reaches
+one half (``needed``). A point whose chance stays below FUTILE even at ``max_replicates`` is
+*futile* and stops now (stochastic curtailment): what its processes would cost goes to the
+points that can still be decided. The plan is an expectation from the first rounds' own
+figures, not a promise; the verdict is then made once, on every process, by the same judge as
+any other.
+
+One look, after the first rounds: with three to six processes a side, Welch's t has two to ten
+degrees of freedom, and splitting the 5% over several looks (alpha spending) widens every
+interval by more than the processes a second look would save; one look keeps the error rate
+of a single test of the points it extends.
+
+The settling rounds also take their samples per point from the first rounds' own noise
+(tables/variance.py): each extended cell's ratio of a sample's variance to the variance
+between processes replaces ``duel.noise_ratio``.
 """
 import json
+import math
 
+import numpy as np
 import pandas as pd
 
 from duel.cell import contract
 
+from duel.host.tables import variance
 from duel.host.verdicts import pairs, statistics
 
-VERSION = 1
+VERSION = 2
+# The noise ratio a settling round may take from the first rounds: a cell of a few points
+# estimates it roughly, so it is held within a factor of twenty of 1.
+NOISE_RATIO_LIMITS = (0.05, 20.0)
+# Below this chance of being decided at max_replicates, an open point stops (futility).
+FUTILE = 0.1
 
 
 def is_open(low, high, min_effect):
@@ -40,25 +64,94 @@ def open_points(points, min_effect):
     return ratios[chosen].reset_index(drop=True)
 
 
+def _normal_below(value):
+    return 0.5 * (1.0 + math.erf(value / math.sqrt(2.0)))
+
+
+def chance_to_decide(log_ratio, spread, now, count, min_effect):
+    """The chance that a point with ``now`` processes a side, whose log ratio is ``log_ratio``
+    and whose processes' pairs spread by ``spread`` (a standard deviation of the log ratio of
+    one pair), is decided (faster or equivalent) at ``count`` processes a side, were that
+    ratio the truth: the final ratio's estimate moves by the new processes' share
+    (conditional power)."""
+    edge = math.log(1.0 + min_effect)
+    half = statistics.t_975(2 * count - 2) * spread / math.sqrt(count)
+    moves = spread * math.sqrt(count - now) / count
+    if moves <= 0:
+        return 0.0
+    beyond = (_normal_below((log_ratio - edge - half) / moves)
+              + _normal_below((-edge - half - log_ratio) / moves))
+    inside = 0.0
+    if edge > half:
+        inside = (_normal_below((edge - half - log_ratio) / moves)
+                  - _normal_below((half - edge - log_ratio) / moves))
+    return beyond + inside
+
+
+def needed(row, max_replicates, min_effect):
+    """The processes per side an open point is planned for: the fewest at which it is as likely
+    as not to be decided (chance_to_decide, its own ratio and spread taken as the truth), else
+    ``max_replicates``; None (futile) where even ``max_replicates`` would decide it less often
+    than FUTILE."""
+    now = int(min(row["replicates_pt"], row["replicates_tf"]))
+    if now < 2 or not row["ci_low"] > 0:
+        return None
+    log_ratio = math.log(row["ratio"])
+    spread = (math.log(row["ci_high"] / row["ci_low"]) / 2.0
+              / statistics.t_975(2 * now - 2) * math.sqrt(now))
+    for count in range(now + 1, int(max_replicates) + 1):
+        if chance_to_decide(log_ratio, spread, now, count, min_effect) >= 0.5:
+            return count
+    if int(max_replicates) > now and chance_to_decide(
+            log_ratio, spread, now, int(max_replicates), min_effect) >= FUTILE:
+        return int(max_replicates)
+    return None
+
+
 def cells_to_extend(open_ratios):
-    """Per cell (CELL_KEYS less the replicate), the sorted points 'BxL:method' to measure again:
-    a list of dicts with the cell's keys and ``points``."""
+    """Per cell (CELL_KEYS less the replicate), the points 'BxL:method' to measure again and
+    the processes each is planned for (``processes``: point -> count): a list of dicts with
+    the cell's keys, ``points`` (sorted) and ``processes``."""
     wanted = {}
     for _, row in open_ratios.iterrows():
         point = "%dx%d:%s" % (row["batch_size"], row["seq_len"], row["method"])
         for framework, suffix in zip(pairs.FRAMEWORKS, pairs.FRAMEWORK_SUFFIXES):
             key = (row["era"], row["device"], framework, row["mode" + suffix], row["precision"],
                    row["task"], row["model"])
-            wanted.setdefault(key, set()).add(point)
+            wanted.setdefault(key, {})[point] = int(row["processes"])
     keys = [name for name in contract.CELL_KEYS if name != "replicate"]
-    return [dict(zip(keys, key), points=sorted(points)) for key, points in sorted(wanted.items())]
+    return [dict(zip(keys, key), points=sorted(points), processes=points)
+            for key, points in sorted(wanted.items())]
 
 
-def plan(points, replicates, max_replicates, min_effect):
-    """The record the workflow's extra rounds are planned from (written as JSON)."""
+def _noise_ratios(long_frame, cells):
+    """Each extended cell's noise ratio from the first rounds (tables/variance.py), where its
+    processes differed beyond their samples; a cell without one keeps duel.noise_ratio."""
+    if long_frame is None or not cells:
+        return
+    components = variance.point_components(long_frame)
+    keys = [name for name in contract.CELL_KEYS if name != "replicate"]
+    for cell in cells:
+        mine = components[np.logical_and.reduce(
+            [components[name].astype(str) == str(cell[name]) for name in keys])]
+        ratio = variance.noise_ratio(mine)
+        if not pd.isna(ratio):
+            cell["noise_ratio"] = float(np.clip(ratio, *NOISE_RATIO_LIMITS))
+
+
+def plan(points, replicates, max_replicates, min_effect, long_frame=None):
+    """The record the workflow's extra rounds are planned from (written as JSON): the open
+    verdicts, each with the processes it is planned for (``processes``, null: futile), and the
+    cells that measure them again. ``long_frame``: the first rounds' rows, whose noise sizes
+    the settling rounds' samples."""
     chosen = open_points(points, min_effect)
+    chosen["processes"] = pd.Series([needed(row, max_replicates, min_effect)
+                                     for _, row in chosen.iterrows()], dtype=object,
+                                    index=chosen.index)
     columns = ["model", "mode_pt", "mode_tf", "batch_size", "seq_len", "method", "ratio",
-               "ci_low", "ci_high"]
+               "ci_low", "ci_high", "processes"]
+    cells = cells_to_extend(chosen[chosen["processes"].notna()] if len(chosen) else chosen)
+    _noise_ratios(long_frame, cells)
     return {
         "version": VERSION,
         "replicates": int(replicates),
@@ -66,11 +159,13 @@ def plan(points, replicates, max_replicates, min_effect):
         "min_effect": float(min_effect),
         "open": [dict((name, _plain(row[name])) for name in columns)
                  for _, row in chosen.iterrows()],
-        "cells": cells_to_extend(chosen),
+        "cells": cells,
     }
 
 
 def _plain(value):
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
     return value.item() if hasattr(value, "item") else value
 
 
@@ -81,21 +176,51 @@ def read(path):
 
 
 def extra_cells(record):
-    """(Cell, points) for every extra process the plan ``record`` asks for."""
+    """(Cell, points) for every extra process the plan ``record`` asks for: a cell's process r
+    measures the points planned for r processes or more (a record without ``processes``: all
+    of them, up to max_replicates)."""
     cells = []
     for entry in record["cells"]:
         keys = dict((name, entry[name]) for name in contract.CELL_KEYS if name != "replicate")
-        for replicate in range(record["replicates"] + 1, record["max_replicates"] + 1):
-            cells.append((contract.Cell(replicate=replicate, **keys), entry["points"]))
+        planned = entry.get("processes") or dict(
+            (point, record["max_replicates"]) for point in entry["points"])
+        for replicate in range(record["replicates"] + 1, max(planned.values()) + 1):
+            points = [point for point in entry["points"] if planned[point] >= replicate]
+            cells.append((contract.Cell(replicate=replicate, **keys), points))
     return cells
+
+
+def cell_arguments(record, cell):
+    """run_cell's arguments for the settling process ``cell`` (a contract.Cell): its points and,
+    where the first rounds measured one, its cell's noise ratio; None where the plan has no
+    such process."""
+    for extra, points in extra_cells(record):
+        if extra == cell:
+            entry = next(entry for entry in record["cells"] if all(
+                str(entry[name]) == str(getattr(cell, name))
+                for name in contract.CELL_KEYS if name != "replicate"))
+            found = ["--points", ",".join(points)]
+            if entry.get("noise_ratio") is not None:
+                found += ["--noise-ratio", "%.6g" % entry["noise_ratio"]]
+            return found
+    return None
 
 
 def lines(record):
     """What the settling rounds did, for the end of a run: nothing when none was open."""
     if not record or not record["open"]:
         return []
-    first, last = record["replicates"] + 1, record["max_replicates"]
-    processes = "process %d" % first if first == last else "processes %d-%d" % (first, last)
-    return ["Settling: %d verdict(s) still open after %d processes per cell; their points ran "
-            "again in %s of %d cells." % (len(record["open"]), record["replicates"], processes,
-                                         len(record["cells"]))]
+    planned = [entry.get("processes", record["max_replicates"]) for entry in record["open"]]
+    going = [count for count in planned if count is not None]
+    text = "Settling: %d verdict(s) undecided after %d processes per cell" % (
+        len(record["open"]), record["replicates"])
+    if going:
+        first, last = record["replicates"] + 1, max(going)
+        processes = "process %d" % first if first == last else "processes %d-%d" % (first, last)
+        text += "; %d ran again in %s of %d cells" % (len(going), processes,
+                                                       len(record["cells"]))
+    futile = len(planned) - len(going)
+    if futile:
+        text += "; %d stopped: %d processes would not decide them" % (
+            futile, record["max_replicates"])
+    return [text + "."]

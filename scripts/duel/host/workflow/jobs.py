@@ -203,13 +203,15 @@ class Jobs:
         return OPEN_POINTS if int(wildcards.replicate) > self.replicates else []
 
     def settling_points(self, wildcards):
-        """run_cell's --points for a settling round: only its cell's open points."""
+        """run_cell's arguments for a settling round: only its cell's open points planned for
+        this many processes, and its cell's noise ratio (settle.cell_arguments)."""
         if int(wildcards.replicate) <= self.replicates:
             return []
         keys = dict(wildcards.items())
-        for cell, points in settle.extra_cells(settle.read(OPEN_POINTS)):
+        record = settle.read(OPEN_POINTS)
+        for cell, _ in settle.extra_cells(record):
             if all(str(getattr(cell, key)) == str(keys[key]) for key in keys):
-                return ["--points", ",".join(points)]
+                return settle.cell_arguments(record, cell)
         raise WorkflowError("no open points for %s in %s" % (keys, OPEN_POINTS))
 
     # A cell's model, grid, inputs and arguments.

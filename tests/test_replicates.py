@@ -52,13 +52,13 @@ def test_a_real_twenty_percent_difference_stays_clear_over_processes():
 
 
 @pytest.mark.unit
-def test_a_difference_below_the_minimum_effect_is_not_clear_even_with_a_tight_interval():
+def test_a_difference_below_the_minimum_effect_with_a_tight_interval_is_equivalent():
     pytorch = [process(1.03, 400, 5, jitter=0.001)]
     tensorflow = [process(1.00, 400, 6, jitter=0.001)]
     low, high = statistics.bootstrap_ratio(pytorch, tensorflow)
     assert low > 1.0  # the interval alone would call it
     clear, text = statistics.verdict(1.03, low, high, 0.05, "PyTorch faster", "TensorFlow faster")
-    assert clear is False and "of 5% or more" in text
+    assert (clear, text) == (False, "equivalent (within 5%)")  # not clear, and decided
     assert statistics.verdict(1.03, low, high, 0.02, "a", "b") == (True, "b")
 
 
@@ -66,13 +66,12 @@ def test_a_difference_below_the_minimum_effect_is_not_clear_even_with_a_tight_in
 def test_clear_needs_the_whole_interval_beyond_the_minimum_effect_not_only_the_ratio():
     # A ratio of 1.08 whose interval reaches down to 1.02: it excludes 1 and the ratio alone is
     # beyond 5%, but the evidence does not say the difference is 5% or more; a rerun of such a
-    # point is as likely to land at 1.04 (not clear) as at 1.08.
-    assert statistics.verdict(1.08, 1.02, 1.12, 0.05, "a", "b") == (
-        False, "no clear difference of 5% or more")
+    # point is as likely to land at 1.04 (not clear) as at 1.08: undecided.
+    assert statistics.verdict(1.08, 1.02, 1.12, 0.05, "a", "b") == (False, "undecided")
     assert statistics.verdict(1.08, 1.06, 1.12, 0.05, "a", "b") == (True, "b")
     assert statistics.verdict(0.90, 0.85, 0.94, 0.05, "a", "b") == (True, "a")
     assert statistics.verdict(0.90, 0.85, 0.96, 0.05, "a", "b")[0] is False  # 0.96 > 1/1.05
-    assert statistics.verdict(1.08, 0.98, 1.12, 0.05, "a", "b") == (False, "no clear difference")
+    assert statistics.verdict(1.08, 0.98, 1.12, 0.05, "a", "b") == (False, "undecided")
     assert statistics.is_clear(1.001, 1.01) and not statistics.is_clear(0.99, 1.01)
 
 
@@ -184,8 +183,9 @@ def assert_not_judged(row, pair, frame):
     points = replicates.point_table(frame).set_index("framework")
     assert row["ratio"] == points.loc["pytorch", "median"] / points.loc["tensorflow", "median"]
     assert pd.isna(row["ci_low"]) and pd.isna(row["ci_high"]) and pd.isna(row["clear"])
+    assert pd.isna(row["decision"])
     assert (pair["compared"], pair["pytorch_clearly_faster"], pair["tensorflow_clearly_faster"],
-            pair["not_clear"]) == (1, 0, 0, 0)
+            pair["equivalent"], pair["undecided"], pair["not_clear"]) == (1, 0, 0, 0, 0, 0)
     assert pair["geomean_low"] is None and pair["geomean_high"] is None
     assert statistics.geomean_winner(pair, statistics.MIN_EFFECT) is None
 
@@ -215,6 +215,7 @@ def test_a_pair_on_one_cpu_model_is_judged_as_without_the_machine(tmp_path):
                replicates.point_table(frame)["replicate_samples"]]
     assert (row["ci_low"], row["ci_high"]) == statistics.welch_ratio(*figures, row["ratio"])
     assert row["verdict"] == "TensorFlow faster" and row["clear"] == "yes"
+    assert row["decision"] == "faster"
     assert pair["tensorflow_clearly_faster"] == 1 and pair["geomean_low"] is not None
     assert statistics.geomean_winner(pair, statistics.MIN_EFFECT) == "tensorflow"
     unrecorded = frame.drop(columns=["cpu_model", "device_name"])  # a table without them

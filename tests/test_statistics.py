@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import openpyxl
+import pandas as pd
 import pytest
 
 from conftest import REPO
@@ -123,11 +124,90 @@ def test_point_ratios_judge_every_paired_point(frame):
     function = ratios[ratios["mode_tf"] == "function"].set_index("point")
     assert function["verdict"].str.startswith("too few samples").all()  # 3 samples each
     assert function["ratio"].notna().all() and function["ci_low"].isna().all()
+    assert list(eager["decision"].iloc[:2]) == ["faster", "faster"]
+    # 2x8: the same median on both sides, 20 samples of one process: not enough to decide
+    assert (eager.loc["2x8", "decision"], eager.loc["2x8", "verdict"],
+            eager.loc["2x8", "clear"]) == ("undecided", "undecided", "no")
+    assert pd.isna(eager.loc["2x64", "decision"]) and function["decision"].isna().all()
     summary_table = statistics.pair_summary(ratios).set_index("mode_tf")
     assert summary_table.loc["eager", "points"] == 4 and summary_table.loc["eager", "compared"] == 3
     assert summary_table.loc["eager", "pytorch_clearly_faster"] == 1
     assert summary_table.loc["eager", "tensorflow_clearly_faster"] == 1
-    assert summary_table.loc["eager", "not_clear"] == 1  # 2x8: the same median on both sides
+    assert summary_table.loc["eager", ["equivalent", "undecided", "decided"]].tolist() == [0, 1, 2]
+    assert summary_table.loc["eager", "not_clear"] == 1
+    assert summary_table.loc["function", ["decided", "undecided", "not_clear"]].tolist() == [
+        0, 0, 0]  # too few samples: no interval, so no decision
+
+
+BAND = statistics.equivalence_band(0.05)  # 1/1.05 .. 1.05
+
+
+@pytest.mark.parametrize("ratio, low, high, expected", [
+    (1.00, 0.97, 1.03, "equivalent"),  # the whole interval inside the band
+    (1.04, 1.0, 1.05, "equivalent"),  # touching an edge from inside
+    (1.00, 0.90, 1.03, "undecided"),  # across the lower edge
+    (1.03, 1.01, 1.08, "undecided"),  # across the upper edge, though it excludes 1
+    (1.00, 0.80, 1.20, "undecided"),  # across both
+    (1.10, 1.06, 1.15, "faster"),  # beyond the upper edge
+    (0.80, 0.70, 0.90, "faster"),  # beyond the lower edge
+    (1.04, 1.06, 1.15, "undecided"),  # the interval beyond, its ratio not (a bootstrap's)
+])
+def test_three_decisions_on_an_interval_against_the_band(ratio, low, high, expected):
+    assert statistics.decision(low, high, ratio, BAND) == expected
+    found, text = statistics.decided(ratio, low, high, 0.05, "PT", "TF")
+    assert found == expected
+    assert text == {"faster": "PT" if ratio < 1 else "TF", "equivalent": "equivalent (within 5%)",
+                    "undecided": "undecided"}[expected]
+    assert statistics.verdict(ratio, low, high, 0.05, "PT", "TF") == (expected == "faster", text)
+
+
+def test_the_machines_own_change_widens_the_band_of_equivalence():
+    assert statistics.decided(1.15, 1.12, 1.18, 0.05, "PT", "TF") == ("faster", "TF")
+    assert statistics.decided(1.15, 1.12, 1.18, 0.05, "PT", "TF", shift=1.2) == (
+        "equivalent", "equivalent (within 5% and the machine's own change)")
+
+
+def ratio_rows(intervals, decision=True):
+    """A ratio table of one pair of modes from (ratio, low, high) per point, judged as
+    point_ratios judges (a low of None: no interval; a ratio of None: not compared)."""
+    rows = []
+    for ratio, low, high in intervals:
+        found, text = (statistics.decided(ratio, low, high, 0.05, "PyTorch faster",
+                                          "TensorFlow faster") if low is not None else
+                       (None, statistics.TOO_FEW if ratio is not None else "not compared"))
+        rows.append(dict(era="current", device="cpu", precision="fp32", task="inference",
+                         method="duel", mode_pt="eager", mode_tf="eager", replicates_pt=3,
+                         replicates_tf=3, interval=statistics.BETWEEN, ratio=ratio, ci_low=low,
+                         ci_high=high, min_effect=0.05, disturbed=None,
+                         clear=statistics.CLEAR_WORDS[None if found is None else
+                                                      found == "faster"],
+                         decision=found, verdict=text))
+    table = pd.DataFrame(rows)
+    return table if decision else table.drop(columns="decision")
+
+
+INTERVALS = [(0.5, 0.45, 0.55), (0.6, 0.55, 0.65), (1.2, 1.1, 1.3), (1.0, 0.97, 1.03),
+             (1.0, 0.9, 1.1), (1.02, 0.99, 1.08), (1.0, None, None), (None, None, None)]
+
+
+def test_the_pair_summary_counts_each_decision():
+    pair = statistics.pair_summary(ratio_rows(INTERVALS)).iloc[0]
+    assert (pair["points"], pair["compared"], pair["pytorch_clearly_faster"],
+            pair["tensorflow_clearly_faster"], pair["equivalent"], pair["undecided"],
+            pair["decided"], pair["not_clear"]) == (8, 7, 2, 1, 1, 2, 4, 3)
+    assert statistics.pair_counts(pair) == [("PyTorch faster", 2), ("TensorFlow faster", 1),
+                                            ("equivalent", 1), ("undecided", 2)]
+
+
+def test_a_ratio_table_or_pair_summary_written_before_the_decisions_still_reads():
+    old = ratio_rows(INTERVALS, decision=False)
+    assert statistics.decisions(old) == [
+        "faster", "faster", "faster", "equivalent", "undecided", "undecided", None, None]
+    new = statistics.pair_summary(ratio_rows(INTERVALS))
+    assert statistics.pair_summary(old).equals(new)
+    stored = new.drop(columns=["equivalent", "undecided", "decided"]).iloc[0]
+    assert statistics.pair_counts(stored) == [("PyTorch faster", 2), ("TensorFlow faster", 1),
+                                              ("not clear", 3)]
 
 
 def test_timeit_points_compare_their_means(tmp_path):
@@ -164,6 +244,8 @@ def test_the_statistics_sheet_holds_the_same_numbers(frame, tmp_path):
     for record, (_, row) in zip(records, expected.iterrows()):
         assert record["point"] == row["point"] and record["verdict"] == row["verdict"]
         assert record["clear"] == (row["clear"] if isinstance(row["clear"], str) else None)
+        assert record["decision"] == (row["decision"] if isinstance(row["decision"], str)
+                                      else None)
         for name in ("ratio", "ci_low", "ci_high"):
             expected_value = None if row[name] is None or np.isnan(row[name]) else row[name]
             assert record[name] == expected_value, name  # exactly, as computed
@@ -189,7 +271,8 @@ def test_the_statistics_page_is_one_table_per_section_coloured_by_verdict(frame)
     cells = re.findall(r'<td class="([^"]*)">([^<]*)</td>', page.split("<table>")[-1])
     verdicts = [(classes.split()[-1], text) for classes, text in cells if "verdict" in classes]
     assert len(verdicts) == len(ratios)
-    colour = {"PyTorch faster": "pytorch", "TensorFlow faster": "tensorflow"}
+    colour = {"PyTorch faster": "pytorch", "TensorFlow faster": "tensorflow",
+              "equivalent (within 5%)": "equivalent"}
     assert all(css == colour.get(text, "unclear") for css, text in verdicts)
     assert {text for _, text in verdicts} >= {"PyTorch faster", "TensorFlow faster"}
     texts = [text for _, text in cells]
@@ -200,7 +283,6 @@ def test_the_statistics_page_is_one_table_per_section_coloured_by_verdict(frame)
 
 def paired_points(pytorch, tensorflow):
     """Rows of a pair's points: {model: [per point: replicate figures]} for each side."""
-    import pandas as pd
     rows = []
     for model in pytorch:
         for top, bottom in zip(pytorch[model], tensorflow[model]):

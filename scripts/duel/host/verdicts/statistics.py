@@ -13,12 +13,17 @@ bootstrap over so few processes is too narrow. With one replicate on either side
 samples of one process can be resampled (a percentile bootstrap), and every table says so
 (``interval``).
 
-A difference is *clear* only when the whole interval lies at least ``min_effect`` away from 1:
-above 1 + e, or below 1 / (1 + e) (and the ratio with it). An interval that excludes 1 but
-reaches into the band of differences smaller than e is not clear: the evidence does not say the
-difference is at least e (the decision rule of an interval against a region of practical
-equivalence). The bootstrap's generator is seeded, so the same table gives the same
-intervals. A point with fewer than ``MIN_SAMPLES`` samples on a side gets no interval; its
+Each judged ratio gets one of three decisions (the decision rule of an interval against a
+region of practical equivalence, the band of differences smaller than ``min_effect``, e):
+
+- *faster*: the whole interval, and the ratio with it, lies beyond the band, above 1 + e or
+  below 1 / (1 + e): a *clear* difference, and the only one;
+- *equivalent*: the whole interval lies inside the band: the evidence says there is no
+  difference of e or more, which is an answer too;
+- *undecided*: the interval reaches across an edge of the band (one that excludes 1 but
+  reaches into the band included): the evidence says neither, and more processes may.
+
+The bootstrap's generator is seeded, so the same table gives the same intervals. A point with fewer than ``MIN_SAMPLES`` samples on a side gets no interval; its
 ratio is still reported.
 
 An interval between processes takes them as draws from one machine, so a pair is not judged (no
@@ -220,27 +225,59 @@ def is_clear(low, high, ratio=None, min_effect=0.0):
     return is_beyond(low, high, ratio, equivalence_band(min_effect))
 
 
+# The three decisions on a judged ratio (the module's docstring says why three).
+FASTER, EQUIVALENT, UNDECIDED = "faster", "equivalent", "undecided"
+DECISIONS = (FASTER, EQUIVALENT, UNDECIDED)
+
+
+def decision(low, high, ratio, band):
+    """The decision on a ratio and its interval (low, high) against ``band``
+    (equivalence_band): FASTER beyond it (is_beyond), EQUIVALENT where the whole interval lies
+    inside it, UNDECIDED where the interval reaches across an edge."""
+    if is_beyond(low, high, ratio, band):
+        return FASTER
+    below, above = band
+    return EQUIVALENT if below <= low and high <= above else UNDECIDED
+
+
+def equivalent_words(min_effect, shift=1.0):
+    """The verdict of an equivalent ratio: 'equivalent (within 5%)', naming the machine's own
+    change where it widened the band."""
+    widened = equivalence_band(min_effect, shift) != equivalence_band(min_effect)
+    return "%s (within %g%%%s)" % (EQUIVALENT, 100.0 * min_effect,
+                                    " and the machine's own change" if widened else "")
+
+
+def decided(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0):
+    """(decision, verdict) of a ratio and its interval: ``faster_below`` names the side that is
+    faster when the ratio is clearly below 1, ``faster_above`` when clearly above; else
+    equivalent_words or UNDECIDED. ``shift``: the machine's own change between the two sides,
+    which the band spans too (equivalence_band)."""
+    found = decision(low, high, ratio, equivalence_band(min_effect, shift))
+    if found == FASTER:
+        return found, faster_below if ratio < 1.0 else faster_above
+    if found == EQUIVALENT:
+        return found, equivalent_words(min_effect, shift)
+    return found, UNDECIDED
+
+
+def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0):
+    """(clear, verdict) of a ratio and its interval (decided), ``clear`` True only where the
+    decision is FASTER."""
+    found, text = decided(ratio, low, high, min_effect, faster_below, faster_above, shift)
+    return found == FASTER, text
+
+
 def _not_ok(status, framework):
     if status == "ok":
         return None
     return "%s %s" % (scopes.FRAMEWORK_NAMES[framework], scopes.status_label(status))
 
 
-def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0):
-    """(clear, verdict) of a ratio and its interval, ``clear`` True or False: ``faster_below``
-    names the side that is faster when the ratio is clearly below 1, ``faster_above`` when
-    clearly above; ``shift``: the machine's own change between the two sides, which a clear
-    change must exceed too."""
-    if is_beyond(low, high, ratio, equivalence_band(min_effect, shift)):
-        return True, faster_below if ratio < 1.0 else faster_above
-    if is_clear(low, high):
-        return False, "no clear difference of %g%% or more" % (100.0 * min_effect)
-    return False, "no clear difference"
-
-
 # What the judge found of two sides (pairs.Side): ``verdict`` None where a side is not ok
-# (each caller words that), TOO_FEW where a side has too few samples for an interval.
-Judgement = namedtuple("Judgement", "ratio ci_low ci_high clear verdict")
+# (each caller words that), TOO_FEW where a side has too few samples for an interval;
+# ``clear`` and ``decision`` None wherever there is no interval.
+Judgement = namedtuple("Judgement", "ratio ci_low ci_high clear verdict decision")
 TOO_FEW = "too few samples for an interval (fewer than %d)" % MIN_SAMPLES
 # How the ratio tables (ratios.csv, the statistics sheet and page) write ``clear``: empty
 # where no interval could be made.
@@ -251,19 +288,25 @@ CLEAR_MEANING = (
     "the processes, or a bootstrap within one process where a side has one), and the ratio "
     "itself, lie at least min_effect away from 1: above 1 + min_effect or below "
     "1 / (1 + min_effect)." % round(CONFIDENCE * 100))
+# What the other two decisions mean, said after CLEAR_MEANING.
+DECISIONS_MEANING = (
+    "A clear difference is decided 'faster'; a difference whose whole interval lies within "
+    "that band is 'equivalent' (no difference of min_effect or more); one whose interval "
+    "reaches across an edge of the band is 'undecided' (more processes may decide it).")
 
 
 def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=1.0,
           confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED):
     """The one judge of a pair of points (pairs.Side): the ratio top / bottom of their figures,
-    its interval (between processes, or within one) and verdict (see verdict; ``faster_below`` and
-    ``faster_above`` name the winner, ``shift`` the machine's own change). Every comparison Duel reports, between
-    the frameworks of a run and between two runs, is judged here."""
+    its interval (between processes, or within one), decision and verdict (see decided;
+    ``faster_below`` and ``faster_above`` name the winner, ``shift`` the machine's own change).
+    Every comparison Duel reports, between the frameworks of a run and between two runs, is
+    judged here."""
     if top.status != "ok" or bottom.status != "ok":
-        return Judgement(None, None, None, None, None)
+        return Judgement(None, None, None, None, None, None)
     ratio = float(top.reported_ms) / float(bottom.reported_ms)
     if min(top.n_samples, bottom.n_samples) < MIN_SAMPLES:
-        return Judgement(ratio, None, None, None, TOO_FEW)
+        return Judgement(ratio, None, None, None, TOO_FEW, None)
     interval = welch_ratio(replicate_figures(top.replicate_samples, statistic),
                            replicate_figures(bottom.replicate_samples, statistic), ratio,
                            confidence)
@@ -272,8 +315,8 @@ def judge(top, bottom, statistic, min_effect, faster_below, faster_above, shift=
                                    list(bottom.replicate_samples), statistic, confidence,
                                    resamples, seed)
     low, high = interval
-    clear, text = verdict(ratio, low, high, min_effect, faster_below, faster_above, shift)
-    return Judgement(ratio, low, high, clear, text)
+    found, text = decided(ratio, low, high, min_effect, faster_below, faster_above, shift)
+    return Judgement(ratio, low, high, found == FASTER, text, found)
 
 
 # The columns a pair needs to say where its sides ran (machines_apart).
@@ -308,13 +351,13 @@ def machines_apart(row):
 
 
 def _judge(row, confidence, resamples, seed, min_effect):
-    """The ratio, interval, clear flag and verdict of one paired point."""
+    """The ratio, interval, clear flag, decision and verdict of one paired point."""
     top, bottom = (pairs.side(row, suffix) for suffix in pairs.FRAMEWORK_SUFFIXES)
     judged = judge(top, bottom, row["statistic"], min_effect, "PyTorch faster",
                    "TensorFlow faster", confidence=confidence, resamples=resamples, seed=seed)
     apart = machines_apart(row) if judged.verdict is not None else None
     if apart:  # the ratio stands; an interval over processes of two machines would not
-        judged = Judgement(judged.ratio, None, None, None, "not judged: " + apart)
+        judged = Judgement(judged.ratio, None, None, None, "not judged: " + apart, None)
     record = judged._asdict()
     record["clear"] = CLEAR_WORDS[judged.clear]
     if judged.verdict is None:
@@ -327,7 +370,7 @@ def _judge(row, confidence, resamples, seed, min_effect):
 RATIO_COLUMNS = pairs.PAIR + [
     "model", "batch_size", "seq_len", "point", "statistic", "pytorch_ms", "tensorflow_ms",
     "replicates_pt", "replicates_tf", "n_pt", "n_tf", "ratio", "ci_low", "ci_high", "interval",
-    "min_effect", "clear", "verdict", "disturbed"]
+    "min_effect", "clear", "decision", "verdict", "disturbed"]
 
 
 def _disturbed(*reasons):
@@ -354,7 +397,8 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     figures, the replicates (processes) and samples behind each, ``ratio``, ``ci_low``,
     ``ci_high``, ``interval`` (between processes, or within one process only), ``min_effect``,
     ``clear`` ('yes', 'no', or empty where no interval could be made, or none may be made over
-    processes of several machines: machines_apart), ``verdict`` and
+    processes of several machines: machines_apart), ``decision`` (DECISIONS, empty where
+    ``clear`` is), ``verdict`` and
     ``disturbed`` (a side still disturbed after its last measurement: its figure counts, but it
     is weaker evidence).
     """
@@ -373,7 +417,7 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     merged["min_effect"] = min_effect
     judged = [_judge(row, confidence, resamples, seed, min_effect)
               for _, row in merged.iterrows()]
-    for name in ("ratio", "ci_low", "ci_high", "clear", "verdict"):
+    for name in ("ratio", "ci_low", "ci_high", "clear", "decision", "verdict"):
         merged[name] = [record[name] for record in judged]
     merged["disturbed"] = [_disturbed(*reasons) for reasons in zip(
         *(merged["disturbed" + suffix] for suffix in pairs.FRAMEWORK_SUFFIXES))]
@@ -422,14 +466,30 @@ def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resample
     return low, high
 
 
+def decisions(ratios):
+    """The decision of each row of a ratio table (point_ratios): its ``decision``, or in a table
+    written before that column, the decision remade from its interval and ``min_effect`` (a
+    run's own verdicts have no machine shift); None where ``clear`` is empty."""
+    if "decision" in ratios.columns:
+        return [None if pd.isna(value) else value for value in ratios["decision"]]
+    effects = ratios["min_effect"] if "min_effect" in ratios.columns else [None] * len(ratios)
+    return [decision(float(low), float(high), float(ratio), equivalence_band(
+        MIN_EFFECT if effect is None or pd.isna(effect) else float(effect)))
+        if clear in ("yes", "no") else None
+        for clear, low, high, ratio, effect in zip(ratios["clear"], ratios["ci_low"],
+                                                   ratios["ci_high"], ratios["ratio"], effects)]
+
+
 def pair_summary(ratios, points=None):
-    """Per scope and pair of modes: how many points each framework clearly wins.
+    """Per scope and pair of modes: how many points each framework clearly wins, how many are
+    equivalent and how many undecided.
 
     ``geomean_ratio`` is the geometric mean of the compared points' ratios (< 1: PyTorch faster
     on the typical point); with the point table ``points``, ``geomean_low`` and
     ``geomean_high`` are its interval over whole processes (geomean_interval), none where a
-    point is not judged for its machines (machines_apart). ``not_clear`` counts the judged
-    points with no clear difference, never a point not judged.
+    point is not judged for its machines (machines_apart). ``decided`` counts the points either
+    faster or equivalent; ``not_clear``, equivalent and undecided together, is kept for the
+    readers of runs stored before the two were told apart. None counts a point not judged.
     """
     intervals = {}
     if points is not None:
@@ -445,6 +505,7 @@ def pair_summary(ratios, points=None):
     rows = []
     for values, group in ratios.groupby(pairs.PAIR, sort=False):
         compared = group.dropna(subset=["ratio"])
+        found = decisions(group)
         record = dict(zip(pairs.PAIR, values))
         record.update(
             replicates=int(min(group["replicates_pt"].min(), group["replicates_tf"].min())),
@@ -453,16 +514,38 @@ def pair_summary(ratios, points=None):
             compared=int(len(compared)),
             pytorch_clearly_faster=int((group["verdict"] == "PyTorch faster").sum()),
             tensorflow_clearly_faster=int((group["verdict"] == "TensorFlow faster").sum()),
-            not_clear=int((group["clear"] == "no").sum()),
+            equivalent=found.count(EQUIVALENT),
+            undecided=found.count(UNDECIDED),
             disturbed=int(group["disturbed"].notna().sum()) if "disturbed" in group else 0,
             geomean_ratio=float(np.exp(np.log(compared["ratio"].astype(float)).mean()))
             if len(compared) else None,
         )
+        record["decided"] = found.count(FASTER) + record["equivalent"]
+        record["not_clear"] = record["equivalent"] + record["undecided"]
         record["geomean_low"], record["geomean_high"] = intervals.get(values, (None, None))
         rows.append(record)
     return pd.DataFrame(rows, columns=pairs.PAIR + [
-        "replicates", "interval", "points", "compared", "pytorch_clearly_faster", "tensorflow_clearly_faster", "not_clear",
+        "replicates", "interval", "points", "compared", "pytorch_clearly_faster",
+        "tensorflow_clearly_faster", "equivalent", "undecided", "decided", "not_clear",
         "disturbed", "geomean_ratio", "geomean_low", "geomean_high"])
+
+
+# A pair_summary row's counts in the words the verdict lines and the pages show.
+COUNT_WORDS = [("pytorch_clearly_faster", "PyTorch faster"),
+               ("tensorflow_clearly_faster", "TensorFlow faster"),
+               ("equivalent", EQUIVALENT), ("undecided", UNDECIDED)]
+
+
+def pair_counts(record):
+    """[(words, count)] of a pair_summary row (COUNT_WORDS); a row stored before equivalent and
+    undecided were told apart gives its ``not_clear`` as 'not clear'."""
+    def count(name):
+        value = record.get(name)
+        return None if value is None or pd.isna(value) else int(value)
+    counted = [(words, count(name)) for name, words in COUNT_WORDS]
+    if None in (counted[2][1], counted[3][1]):
+        return counted[:2] + [("not clear", count("not_clear") or 0)]
+    return counted
 
 
 def geomean_winner(record, min_effect):
@@ -486,8 +569,8 @@ def method_text(min_effect=MIN_EFFECT):
         "processes) where both sides have several; else a percentile bootstrap of one "
         "process's samples, %d resamples, seed %d (column interval). %s Here min_effect is "
         "%g%%. No interval with fewer than %d samples." % (
-            round(CONFIDENCE * 100), RESAMPLES, SEED, CLEAR_MEANING, 100 * min_effect,
-            MIN_SAMPLES))
+            round(CONFIDENCE * 100), RESAMPLES, SEED, CLEAR_MEANING + " " + DECISIONS_MEANING,
+            100 * min_effect, MIN_SAMPLES))
 
 
 NOISE_COLUMNS = scopes.SCOPE + ["framework", "mode", "model", "batch_size", "seq_len", "point",

@@ -71,3 +71,48 @@ def test_a_cell_that_began_and_left_no_shard_is_named_with_where_it_ran(tmp_path
         "Duel: cell current/cpu/pytorch/eager/fp32/inference/m/r1 did not finish: it ran on node "
         "n2 (SLURM job 7); its log: results/logs/cells/current/cpu/pytorch/eager/fp32/inference/"
         "m/r1.log"]
+
+
+def write_statistics(results, intervals, stored_before_decisions=False):
+    """results/statistics/ of one pair of modes whose points have these (ratio, low, high),
+    judged as statistics.point_ratios judges; ``stored_before_decisions``: the files as a run
+    wrote them before equivalent and undecided were told apart."""
+    from duel.host.plan import layout
+    from duel.host.verdicts import statistics
+    rows = []
+    for index, (ratio, low, high) in enumerate(intervals):
+        found, text = statistics.decided(ratio, low, high, 0.05, "PyTorch faster",
+                                         "TensorFlow faster")
+        rows.append(dict(era="current", device="cpu", precision="fp32", task="inference",
+                         method="duel", mode_pt="eager", mode_tf="function", model="m",
+                         batch_size=1, seq_len=8 * (index + 1), replicates_pt=3,
+                         replicates_tf=3, interval=statistics.BETWEEN, ratio=ratio, ci_low=low,
+                         ci_high=high, min_effect=0.05, clear="yes" if found == "faster" else "no",
+                         decision=found, verdict=text, disturbed=None))
+    ratios = pd.DataFrame(rows)
+    pairs = statistics.pair_summary(ratios)
+    if stored_before_decisions:
+        ratios = ratios.drop(columns="decision")
+        pairs = pairs.drop(columns=["equivalent", "undecided", "decided"])
+    folder = os.path.join(str(results), layout.STATISTICS)
+    os.makedirs(folder)
+    ratios.to_csv(os.path.join(folder, "ratios.csv"), index=False)
+    pairs.to_csv(os.path.join(folder, "pairs.csv"), index=False)
+    return str(results)
+
+
+# The README's example: 16 points clearly PyTorch's, one equivalent, one undecided.
+EIGHTEEN = [(0.8, 0.75, 0.85)] * 15 + [(0.5, 0.45, 0.55), (1.0, 0.98, 1.02), (1.0, 0.9, 1.1)]
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_the_verdict_lines_count_each_decision(tmp_path, before):
+    lines = outcome.verdict_lines(write_statistics(tmp_path, EIGHTEEN, before))
+    assert lines[:2] == ["Verdict (PyTorch time / TensorFlow time; < 1: PyTorch faster):",
+                         "  PyTorch eager vs TensorFlow function (current cpu fp32 inference "
+                         "duel):"]
+    assert lines[2] == "    of 18 points: PyTorch faster 16, TensorFlow faster 0, " + (
+        "not clear 2" if before else "equivalent 1, undecided 1")
+    assert lines[3].startswith("    geometric-mean ratio 0.80, 3 processes per cell")
+    assert lines[4:6] == ["  Largest clear differences:",
+                          "    m 1x128, PyTorch eager vs TensorFlow function: 0.50 [0.45, 0.55]"]

@@ -28,3 +28,6 @@ def test_a_table_of_cells_aligns_by_their_text_and_takes_classes_and_wrapping():
     assert '<td class="num verdict pytorch">0.5</td>' in table
     assert '<td class="text wrap"><a href="x.html#r">&lt;i&gt;</a></td>' in table
     assert pages.verdict_class(None) == "verdict unclear"
+    assert pages.verdict_class(None, "equivalent") == "verdict equivalent"
+    assert pages.verdict_class(None, "undecided") == "verdict unclear"
+    assert pages.verdict_class("tensorflow", "faster") == "verdict tensorflow"

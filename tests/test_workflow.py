@@ -125,8 +125,8 @@ def test_the_console_shows_each_point_as_it_ends_and_the_verdict_at_the_end(run)
     assert points and points[0] < verdict, console[-40:]
     block = console[verdict:]
     assert "  PyTorch eager vs TensorFlow function (current cpu fp32 inference duel):" in block
-    assert any(re.match(r"    of \d+ points: PyTorch clearly faster \d+, TensorFlow clearly "
-                        r"faster \d+, not clear \d+(, \d+ of them disturbed)?$", line)
+    assert any(re.match(r"    of \d+ points: PyTorch faster \d+, TensorFlow faster \d+, "
+                        r"equivalent \d+, undecided \d+(, \d+ of them disturbed)?$", line)
                for line in block), block
     assert any(line.startswith("Files: results/summary.xlsx") for line in block)
     assert any(line.startswith("Time: ") and "producing reported figures" in line

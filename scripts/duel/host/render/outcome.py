@@ -14,7 +14,7 @@ from duel.cell import contract, environment
 
 from duel.host.plan import layout
 from duel.host.tables import breakdown, replicates, scopes, summary
-from duel.host.verdicts import settle
+from duel.host.verdicts import settle, statistics
 
 # How many distinct failure messages are shown; the count says how many there are in all.
 SHOWN_MESSAGES = 3
@@ -56,8 +56,9 @@ SHOWN_DIFFERENCES = 3
 
 def verdict_lines(results_dir=layout.RESULTS):
     """The verdict: per pair of modes compared, the points each framework clearly wins, those
-    not clear, the geometric-mean ratio and the processes it rests on; then the largest clear
-    differences and where the files are. From results/statistics/ (none before it exists)."""
+    equivalent and those undecided (statistics.pair_counts), the geometric-mean ratio and the
+    processes it rests on; then the largest clear differences and where the files are. From
+    results/statistics/ (none before it exists)."""
     folder = os.path.join(results_dir, layout.STATISTICS)
     try:
         pairs = pd.read_csv(os.path.join(folder, "pairs.csv"))
@@ -71,10 +72,9 @@ def verdict_lines(results_dir=layout.RESULTS):
         if pd.notna(pair.get("geomean_low")) and pd.notna(pair.get("geomean_high")):
             geomean += " [%.2f, %.2f]" % (pair["geomean_low"], pair["geomean_high"])
         text.append("  PyTorch %s vs TensorFlow %s (%s):" % (pair["mode_pt"], pair["mode_tf"], scope))
-        text.append("    of %d points: PyTorch clearly faster %d, TensorFlow clearly faster %d, "
-                    "not clear %d%s" % (pair["points"], pair["pytorch_clearly_faster"],
-                                        pair["tensorflow_clearly_faster"], pair["not_clear"],
-                                        _disturbed_note(pair.get("disturbed"))))
+        text.append("    of %d points: %s%s" % (
+            pair["points"], ", ".join("%s %d" % count for count in statistics.pair_counts(pair)),
+            _disturbed_note(pair.get("disturbed"))))
         text.append("    geometric-mean ratio %s, %d processes per cell (%s)"
                     % (geomean, pair["replicates"], pair["interval"]))
     clear = ratios[ratios["clear"] == "yes"].copy()

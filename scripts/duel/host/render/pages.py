@@ -22,6 +22,7 @@ th { background: #f0f0f0; }
 td.text, th.text { text-align: left; }
 td.verdict.pytorch { background: #cfe0f5; }
 td.verdict.tensorflow { background: #f8d3c4; }
+td.verdict.equivalent { background: #dcebd5; }
 td.verdict.unclear { background: #eeeeee; }
 pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 """
@@ -82,10 +83,13 @@ def frame_table(frame, classes=None):
                  classes, numeric=[dtype.kind in "if" for dtype in frame.dtypes])
 
 
-def verdict_class(winner):
+def verdict_class(winner, decision=None):
     """The classes colouring a verdict's cell (STYLE): ``winner`` the framework clearly faster
-    (pairs.FRAMEWORKS), None: grey."""
-    return "verdict %s" % (winner or "unclear")
+    (pairs.FRAMEWORKS); else a colour of its own where ``decision`` is equivalent (an answer,
+    unlike undecided), grey."""
+    if winner:
+        return "verdict %s" % winner
+    return "verdict %s" % ("equivalent" if decision == statistics.EQUIVALENT else "unclear")
 
 
 def page(title, body, style=STYLE, nav=""):
@@ -98,13 +102,15 @@ def page(title, body, style=STYLE, nav=""):
 def statistics_page(ratios, pairs, headline, noise=None, min_effect=statistics.MIN_EFFECT):
     """Who is faster where and how sure: counts per pair of modes, the 2019 headline, every
     point (its verdict coloured), and how much each point's processes differed."""
-    coloured = [[verdict_class(FAVOURS.get(verdict)) if column == "verdict" else ""
-                 for column in ratios.columns] for verdict in ratios["verdict"]]
+    coloured = [[verdict_class(FAVOURS.get(verdict), decision) if column == "verdict" else ""
+                 for column in ratios.columns]
+                for verdict, decision in zip(ratios["verdict"], statistics.decisions(ratios))]
     body = [
         "<p>%s</p>" % escape(statistics.method_text(min_effect)),
-        "<h2>At a glance: clear wins per pair of modes</h2>",
-        "<p>geomean_ratio: geometric mean of the compared points' ratios; replicates: the "
-        "processes per point each verdict rests on (the fewest of the pair).</p>",
+        "<h2>At a glance: decisions per pair of modes</h2>",
+        "<p>Points each framework clearly wins, equivalent and undecided; geomean_ratio: "
+        "geometric mean of the compared points' ratios; replicates: the processes per point "
+        "each verdict rests on (the fewest of the pair).</p>",
         frame_table(pairs),
         "<h2>The 2019 headline: mean over models per framework and device</h2>",
         "<p>mean_s is the 2019 aggregation (mean of every point that ran, seconds per call); "

@@ -146,6 +146,12 @@ T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 
          16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042}
 
 
+def t_975(df):
+    """Student's t 97.5% quantile for ``df`` degrees of freedom, rounded down to the table's
+    (a wider interval, never a narrower one)."""
+    return T_975[max(key for key in T_975 if key <= max(1, int(df)))]
+
+
 def replicate_figures(series, statistic):
     """Each replicate's own figure (its median or mean) from its samples."""
     function = STATISTICS[statistic]
@@ -164,8 +170,7 @@ def welch_ratio(top_figures, bottom_figures, ratio, confidence=CONFIDENCE):
     if va + vb == 0:
         return ratio, ratio
     df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    t = T_975[max(key for key in T_975 if key <= max(1, int(df)))]
-    half = t * np.sqrt(va + vb)
+    half = t_975(df) * np.sqrt(va + vb)
     return float(ratio * np.exp(-half)), float(ratio * np.exp(half))
 
 
@@ -186,8 +191,7 @@ def log_t_intervals(log_means, log_stds, counts, confidence=CONFIDENCE):
     if round(confidence, 6) != 0.95:
         raise ValueError("the interval between processes is made at 95% only")
     counts = np.asarray(counts)
-    t = np.array([T_975[max(key for key in T_975 if key <= max(1, count - 1))]
-                  for count in np.atleast_1d(counts)]).reshape(counts.shape)
+    t = np.array([t_975(count - 1) for count in np.atleast_1d(counts)]).reshape(counts.shape)
     half = np.where(counts >= 2, t * np.asarray(log_stds) / np.sqrt(np.maximum(counts, 1)),
                     np.nan)
     return np.exp(np.asarray(log_means) - half), np.exp(np.asarray(log_means) + half)

@@ -127,6 +127,23 @@ def test_gaps_are_marked_and_titles_name_hardware_and_era(drawn):
     assert "Eras hf2019, current" in eras
 
 
+def test_the_heat_map_marks_each_decision_and_reads_a_table_without_them(tmp_path):
+    frame = write_run(tmp_path, [cell for cell in CELLS[:2]])
+    ratios = statistics.point_ratios(frame)
+    ratios["ratio"] = [0.5, None, 0.99]  # 1x8, 1x64 (TensorFlow OOM), 2x8
+    ratios["ci_low"], ratios["ci_high"] = [0.45, None, 0.97], [0.55, None, 1.02]
+    ratios["decision"] = ["faster", None, "equivalent"]
+    stem = "current_cpu_fp32_inference_duel"
+    for table, folder in ((ratios, "new"), (ratios.drop(columns="decision"), "old")):
+        plots.draw_all(frame, table, {"ratio": str(tmp_path / folder)})
+        heat = svg_text(str(tmp_path / folder), stem)
+        assert "0.50 " in heat + " " and "0.99=" in heat and "TensorFlow OOM" in heat, heat
+        assert "'=': equivalent" in heat and "'?': undecided" in heat
+    ratios["decision"] = ["faster", None, "undecided"]
+    plots.draw_all(frame, ratios, {"ratio": str(tmp_path / "undecided")})
+    assert "0.99?" in svg_text(str(tmp_path / "undecided"), stem)
+
+
 def test_a_kind_this_run_cannot_show_says_why(tmp_path):
     eager_only = [cell for cell in CELLS if cell[0] == "current" and cell[2] == "eager"]
     written, folders = draw(write_run(tmp_path, eager_only), tmp_path / "plots",

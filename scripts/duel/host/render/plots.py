@@ -7,7 +7,8 @@ silently missing. One folder per kind, one figure per scope (era x device x prec
 method), a panel per model:
 
 - ``ratio``: at a glance, PyTorch / TensorFlow time per model and point, coloured by who is
-  faster, with '?' where the difference is not clear (statistics.py);
+  faster, bold where that is clear, with '=' where the two are equivalent and '?' where it is
+  undecided (statistics.py's decisions);
 - ``frameworks``: the 2019 article's charts, time per call of every framework and mode side by
   side, grouped by batch size and length, with the interval of each figure as an error bar;
 - ``length``: time per call against sequence length, a line per framework, mode and batch size;
@@ -556,15 +557,14 @@ def ratio_charts(frame, ratios):
         for axis, (mode_pt, mode_tf) in zip(axes, mode_pairs):
             block = selected[(selected["mode_pt"] == mode_pt) & (selected["mode_tf"] == mode_tf)]
             grid = np.full((len(models), len(points)), np.nan)
-            for _, row in block.iterrows():
+            for (_, row), decision in zip(block.iterrows(), statistics.decisions(block)):
                 i, j = models.index(row["model"]), points.index(row["point"])
                 ratio = row["ratio"]
                 if ratio is not None and ratio == ratio:
                     grid[i, j] = np.log2(float(ratio))
-                    uncertain = row["clear"] != "yes"
-                    axis.text(j, i, "%.2f%s" % (ratio, "?" if uncertain else ""), ha="center",
-                              va="center", fontsize=6.5,
-                              fontweight="normal" if uncertain else "bold")
+                    axis.text(j, i, "%.2f%s" % (ratio, DECISION_MARKS.get(decision, "?")),
+                              ha="center", va="center", fontsize=6.5,
+                              fontweight="bold" if decision == statistics.FASTER else "normal")
                 else:
                     gaps = True
                     label = str(row["verdict"]).replace("not compared: ", "")
@@ -587,8 +587,8 @@ def ratio_charts(frame, ratios):
         colourbar.set_ticklabels(["%g" % tick for tick in ticks])
         colourbar.set_label("PyTorch time / TensorFlow time\n(blue < 1: PyTorch faster)")
         title = ("Which framework is faster? PyTorch / TensorFlow time per point (ratio of %ss)\n"
-                 "bold: clear (the whole %d%% interval, %s, lies "
-                 "beyond %s); '?': not clear\n%s" % (
+                 "bold: faster, clearly (the whole %d%% interval, %s, lies beyond %s); "
+                 "'=': equivalent (it lies within); '?': undecided\n%s" % (
                      contract.reported_statistic(values[-1]), round(statistics.CONFIDENCE * 100),
                      scopes.interval_label(group), _effect_label(selected),
                      scopes.describe(group, values)))
@@ -596,6 +596,10 @@ def ratio_charts(frame, ratios):
         if gaps:
             figure.supxlabel(_wrapped(GAP_NOTE, figure), fontsize=7, x=0.01, ha="left")
         yield scopes.file_stem(values), figure
+
+
+# What follows a ratio in the heat map, by its decision ('?' also where there is none).
+DECISION_MARKS = {statistics.FASTER: "", statistics.EQUIVALENT: "="}
 
 
 def _effect_label(ratios):

@@ -61,6 +61,20 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
     assert bert[1] == pt_bert[0]["median"] / tf_bert[0]["median"]
     assert bert[3] == "N/A"  # PyTorch point skipped
 
+    stats = sheet_rows(workbook, "statistics")
+    tables = [index for index, row in enumerate(stats) if row[:2] == ["era", "device"]]
+    pairs, points = ([dict(zip(stats[start], row)) for row in stats[start + 1:end] if any(row)]
+                     for start, end in zip(tables, tables[1:] + [len(stats)]))
+    assert pairs and points
+    for pair in pairs:  # each compared and judged point counted once, by its decision
+        assert pair["decided"] == (pair["pytorch_clearly_faster"]
+                                   + pair["tensorflow_clearly_faster"] + pair["equivalent"])
+        assert pair["not_clear"] == pair["equivalent"] + pair["undecided"]
+    assert {point["decision"] for point in points} <= {"faster", "equivalent", "undecided", None}
+    assert all((point["decision"] == "faster") == (point["clear"] == "yes") for point in points)
+    about = " ".join(str(cell) for row in sheet_rows(workbook, "about") for cell in row if cell)
+    assert "'equivalent'" in about and "'undecided'" in about
+
     speedups = sheet_rows(workbook, "mode speed-up")
     assert "pytorch torchscript over eager, fp32" in speedups[2][0]
     assert speedups[3] == ["model", "1x8", "1x64", "2x8"]
@@ -99,3 +113,9 @@ def test_cross_era_pairs_the_same_cell_and_point(tmp_path):
     assert gpt2[1] == new[0]["mean"] / old[0]["mean"]  # timeit reports the mean
     assert gpt2[2] == new[1]["mean"] / old[1]["mean"]
     assert gpt2[3] == "N/A"  # the 2019-era point ran out of memory
+    timeline = sheet_rows(openpyxl.load_workbook(path), "timeline")
+    header = next(row for row in timeline if row[:2] == ["era_new", "era_old"])
+    speedups = [dict(zip(header, row)) for row in timeline[timeline.index(header) + 1:]
+                if row[0] == "current"]
+    assert [(row["decision"], row["verdict"]) for row in speedups] == [
+        ("faster", "faster today"), ("faster", "faster today"), (None, "not ok in an era")]

@@ -9,8 +9,8 @@ Sheets:
   pooled over the replicates (replicates.py), N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
 - ``statistics``: that ratio per point with its 95% interval (Welch's t over the replicates'
-  figures, or a bootstrap within one process), whether the difference is clear, and per pair of modes the count of clear
-  wins.
+  figures, or a bootstrap within one process), whether the difference is clear and the decision
+  (faster, equivalent or undecided), and per pair of modes the count of each.
 - ``noise``: each point's spread between its replicates (separate processes).
 - ``mode speed-up``: eager time / mode time per framework (> 1: the mode is faster).
 - ``GFLOP per s``: achieved GFLOP/s per point (analytic forward FLOPs / reported time), with the
@@ -396,8 +396,9 @@ def write_about(sheet, sheet_names):
                           "per call pooled over the replicates (duel: median of their medians; "
                           "timeit: mean of every sample, as 2019); N/A: not ok"],
         ["ratio PT-TF", "PyTorch / TensorFlow time per point (> 1: PyTorch slower)"],
-        ["statistics", "that ratio with its interval over the replicates, and "
-                       "whether the difference is clear. " + statistics.CLEAR_MEANING],
+        ["statistics", "that ratio with its interval over the replicates, whether the "
+                       "difference is clear, and the decision. " + statistics.CLEAR_MEANING
+                       + " " + statistics.DECISIONS_MEANING],
         ["noise", "each point's spread between its replicates (separate processes)"],
         ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],
         ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "

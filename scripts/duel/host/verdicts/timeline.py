@@ -72,7 +72,7 @@ def framework_ratios(frame, min_effect, ratios=None):
 
 
 SPEEDUP_COLUMNS = ["era_new", "era_old", "version_new", "version_old"] + KEYS + [
-    "new_ms", "old_ms", "ratio", "ci_low", "ci_high", "clear", "verdict"]
+    "new_ms", "old_ms", "ratio", "ci_low", "ci_high", "clear", "decision", "verdict"]
 
 
 def speedups(frame, min_effect):
@@ -90,6 +90,7 @@ def speedups(frame, min_effect):
                          new_ms=pair["reported_ms_new"], old_ms=pair["reported_ms_old"],
                          ratio=judged.ratio, ci_low=judged.ci_low, ci_high=judged.ci_high,
                          clear=statistics.CLEAR_WORDS[judged.clear],
+                         decision=judged.decision,
                          verdict=judged.verdict or "not ok in an era"))
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
@@ -141,10 +142,12 @@ def _finding(claim, table, ratios, min_effect):
         geomean = _geomean(chosen["ratio"])
         pt, tf = ((chosen["verdict"] == name).sum() for name in
                   ("PyTorch faster", "TensorFlow faster"))
+        found = statistics.decisions(chosen)
         text = ("PyTorch %s / TensorFlow %s, geometric mean %.2f over %d points (%s); "
-                "PyTorch clearly faster at %d, TensorFlow at %d"
-                % (claim.modes[0], claim.modes[1], geomean, len(chosen),
-                   ", ".join(sorted(chosen["model"].unique())), pt, tf))
+                "PyTorch clearly faster at %d, TensorFlow at %d, equivalent at %d, undecided "
+                "at %d" % (claim.modes[0], claim.modes[1], geomean, len(chosen),
+                           ", ".join(sorted(chosen["model"].unique())), pt, tf,
+                           found.count(statistics.EQUIVALENT), found.count(statistics.UNDECIDED)))
         agrees = "agrees" if pt > tf and geomean < 1 else (
             "disagrees" if tf > pt and geomean > 1 else "not clear")
         return text, agrees

@@ -1,4 +1,6 @@
 """Report pages' and the published site's HTML pieces (render/pages.py)."""
+import re
+
 import pandas as pd
 import pytest
 
@@ -31,3 +33,25 @@ def test_a_table_of_cells_aligns_by_their_text_and_takes_classes_and_wrapping():
     assert pages.verdict_class(None, "equivalent") == "verdict equivalent"
     assert pages.verdict_class(None, "undecided") == "verdict unclear"
     assert pages.verdict_class("tensorflow", "faster") == "verdict tensorflow"
+
+
+def test_a_scope_page_of_the_site_counts_each_decision(tmp_path):
+    from duel.host.store import site
+    runs = pd.DataFrame([dict(run_id="r1", started_at="2026-12-01T10:00:00+00:00",
+                              when="2026-12-01 10:00 UTC", machine="alpha", git_commit="abc",
+                              noisy=False)])
+    scope = ("current", "cpu", "fp32", "inference", "duel")
+    verdicts = pd.DataFrame([dict(
+        zip(("era", "device", "precision", "task", "method"), scope), run_id="r1",
+        mode_pt="eager", mode_tf="function", replicates=3, interval="between processes",
+        points=18, compared=18, pytorch_clearly_faster=16, tensorflow_clearly_faster=0,
+        equivalent=1, undecided=1, decided=17, not_clear=2, disturbed=0, geomean_ratio=0.8,
+        geomean_low=0.75, geomean_high=0.85)])
+    written = site.scope_pages(str(tmp_path), runs, verdicts, [scope], "1 run judged")
+    page = (tmp_path / written[scope]).read_text(encoding="utf-8")
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    cells = re.findall(r"<td[^>]*>([^<]*)(?:<span[^>]*>[^<]*</span>)?[^<]*</td>", page)
+    counted = dict(zip(header, cells))
+    assert [counted[name] for name in ("PyTorch faster", "TensorFlow faster", "equivalent",
+                                       "undecided", "compared")] == ["16", "0", "1", "1", "18"]
+    assert '<td class="num verdict pytorch">0.8</td>' in page

@@ -7,7 +7,8 @@ Pages, every link relative:
                                the headline recorded when it was added; links to the pages below
     scope/<scope>.html         per scope (era, device, precision, task, method): the PyTorch /
                                TensorFlow verdict of each run per pair of modes (geometric-mean
-                               ratio, points each framework clearly wins: statistics.pair_summary)
+                               ratio, points each framework clearly wins, equivalent, undecided:
+                               statistics.pair_summary)
                                in a table, and the ratio over the runs in a chart
     model/<model>.html         per model, machine and scope: a trend chart (one axes per batch x
                                length point, a line per framework and mode, the run's figure
@@ -339,7 +340,9 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
                 "<p>Per pair of modes, each run's geometric-mean PyTorch / TensorFlow ratio over "
                 "its compared points (&lt; 1: PyTorch faster; coloured where its interval over "
                 "processes makes it clear) and how many points each framework clearly wins; "
-                "open: compared points with no clear difference; a cross marks a noisy run.</p>",
+                "equivalent: compared points whose whole interval lies within the minimum "
+                "effect; undecided: those whose interval reaches across its edge; a cross marks "
+                "a noisy run.</p>",
                 NOISY_NOTE, '<p class="note">%s</p>' % escape(judged)]
         mine = verdicts
         if len(verdicts):
@@ -366,13 +369,14 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
                     escape(run["machine"]),
                     escape(_short(run["git_commit"]))] + [escape(row[name]) for name in (
                         "geomean_ratio", "pytorch_clearly_faster", "tensorflow_clearly_faster",
-                        "not_clear", "compared", "points", "replicates", "interval")])
+                        "equivalent", "undecided", "compared", "points", "replicates",
+                        "interval")])
                 classes.append(["", "noisy" if noisy else "", "", ""] + [ratio_class(row)]
-                               + [""] * 7)
+                               + [""] * 8)
             body.append("<h2>PyTorch %s vs TensorFlow %s</h2>"
                         % (escape(mode_pt), escape(mode_tf)))
             body.append(table(["started", "run", "machine", "commit", "geomean ratio",
-                               "PyTorch clearly faster", "TensorFlow clearly faster", "open",
+                               "PyTorch faster", "TensorFlow faster", "equivalent", "undecided",
                                "compared", "points", "processes", "interval"], rows, classes))
         _write(os.path.join(out, page), _page("Verdicts in %s" % _scope_label(scope),
                                               "\n".join(body), 1))
@@ -505,7 +509,8 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
     body = nav + ["<h2>Runs, newest first</h2>",
                   "<p>headline: per pair of modes, the geometric-mean PyTorch / TensorFlow "
                   "ratio (&lt; 1: PyTorch faster) and the points each framework clearly wins "
-                  "(PT, TF) or neither (open), as recorded when the run was added.</p>",
+                  "(PT, TF) or neither (open: equivalent or undecided, told apart on the "
+                  "scope pages), as recorded when the run was added.</p>",
                   NOISY_NOTE,
                   '<p class="note">%s Published %s.</p>' % (escape(judged), escape(
                       datetime.datetime.now(datetime.timezone.utc).strftime(

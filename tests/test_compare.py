@@ -12,7 +12,7 @@ import pytest
 
 from conftest import DUEL, QUICK, TEST_MODELS, snakemake, write_config
 from duel.cell import conditions, contract, shard
-from duel.host.compare import changes
+from duel.host.compare import changes, report
 
 from duel.host.cli import main as duel
 
@@ -106,13 +106,13 @@ def test_an_injected_20_percent_slowdown_is_found_with_exit_1(tmp_path):
     assert 1.1 < slow["ratio"] < 1.3 and 1.0 < slow["ci_low"] < slow["ratio"] < slow["ci_high"]
     assert slow["interval"] == "between processes"
     others = points.drop(slow.name)
-    assert set(others["verdict"]) == {"no clear change"}, others[["cell", "point", "ratio"]]
+    assert set(others["verdict"]) == {"undecided"}, others[["cell", "point", "ratio"]]
     assert len(points) == len(CELLS) * len(GRID)
     assert sorted(os.listdir(output)) == sorted(
         ["comparison.md", "comparison.csv", "environment.csv", "comparison.xlsx",
          "comparison.png", "comparison.svg"])
     text = (output / "comparison.md").read_text()
-    assert "slower 1, no clear change 9 (of 10 points)" in text
+    assert "slower 1, undecided 9 (of 10 points)" in text
     assert "| pytorch eager bert | 2x128 | duel |" in text
     workbook = openpyxl.load_workbook(output / "comparison.xlsx")
     assert workbook.sheetnames == ["summary", "points", "environment"]
@@ -134,7 +134,7 @@ def test_aa_with_noise_between_processes_is_not_flagged_but_one_process_each_wou
     base, new = (changes.read_run_frame(pd.DataFrame(rows)) for rows in (rows_a, rows_b))
     result = changes.compare(base, new)
     assert len(result.points) == 40
-    assert (result.points["verdict"] == "no clear change").mean() >= 0.95
+    assert result.points["verdict"].isin(["equivalent", "undecided"]).mean() >= 0.95
     assert result.exit_status == 0
     assert set(result.points["interval"]) == {"between processes"}
     one_a = [row for row in rows_a if row["replicate"] == 1]
@@ -142,7 +142,7 @@ def test_aa_with_noise_between_processes_is_not_flagged_but_one_process_each_wou
     single = changes.compare(changes.read_run_frame(pd.DataFrame(one_a)),
                              changes.read_run_frame(pd.DataFrame(one_b)))
     assert set(single.points["interval"]) == {"within one process only"}
-    assert (single.points["verdict"] != "no clear change").sum() >= 5
+    assert (~single.points["verdict"].isin(["equivalent", "undecided"])).sum() >= 5
 
 
 @pytest.mark.unit
@@ -239,8 +239,9 @@ def test_a_change_within_the_machines_own_is_not_credited_to_the_software():
     drifted = uniformly_slower(2, 1.25, 0.200)
     result = changes.compare(base, drifted)
     assert result.machine_shift == pytest.approx(1.25)
-    assert set(result.points["verdict"]) == {"no clear change"} and result.exit_status == 0
-    assert set(result.points["note"]) == {"within the machine's own change (canary x1.25)"}
+    assert set(result.points["verdict"]) == {"undecided"} and result.exit_status == 0
+    assert set(result.points["note"]) == {
+        "interval reaches into the machine's own change (canary x1.25)"}
     assert "Only changes beyond 0.95-1.31 count" in result.warnings[0]
     worse = uniformly_slower(3, 1.25, 0.200, slow={("pytorch", 2, 128): 1.6})
     found = changes.compare(base, worse)
@@ -250,6 +251,36 @@ def test_a_change_within_the_machines_own_is_not_credited_to_the_software():
     assert plain.machine_shift == 1.0 and plain.exit_status == 1
     assert (plain.points["verdict"] == "slower").all()
     assert plain.warnings[0].endswith("The verdicts do not allow for it (--no-machine-band).")
+
+
+@pytest.mark.unit
+def test_a_change_within_the_band_is_equivalent_and_one_across_its_edge_undecided():
+    """Processes that differ by 0.5%: an A/A pair's intervals lie inside the 5% band
+    (equivalent); 25% slower on a machine whose canary also ran 25% slower lies inside the band
+    the machine's change widens (equivalent, for the machine's reason); 4% slower reaches across
+    the band's edge (undecided)."""
+    quiet = dict(between=0.005, within=0.005)
+    base = changes.read_run_frame(pd.DataFrame(with_canary(synthetic_rows(seed=1, **quiet),
+                                                           0.160)))
+    same = changes.compare(base, changes.read_run_frame(pd.DataFrame(with_canary(
+        synthetic_rows(seed=2, **quiet), 0.160))))
+    assert set(same.points["verdict"]) == {"equivalent"} and same.exit_status == 0
+    assert set(same.points["note"]) == {"within the minimum effect (5%)"}
+    assert "equivalent 10 (of 10 points)" in report.markdown(same)
+    rows = synthetic_rows(seed=3, slow={key: 1.25 for key in
+                                        [(framework, batch, length) for framework, _ in CELLS
+                                         for batch, length in GRID]}, **quiet)
+    drifted = changes.compare(base, changes.read_run_frame(pd.DataFrame(with_canary(rows,
+                                                                                    0.200))))
+    assert drifted.machine_shift == pytest.approx(1.25)
+    assert set(drifted.points["verdict"]) == {"equivalent"} and drifted.exit_status == 0
+    assert set(drifted.points["note"]) == {"within the machine's own change (canary x1.25)"}
+    edge = changes.compare(base, changes.read_run_frame(pd.DataFrame(with_canary(
+        synthetic_rows(seed=4, slow={("pytorch", 2, 128): 1.045}, **quiet), 0.160))))
+    point = by_point(edge.points, "pytorch", 2, 128)
+    assert point["ci_low"] < 1.05 < point["ci_high"]
+    assert (point["verdict"], point["note"]) == (
+        "undecided", "interval reaches into the minimum effect (5%)")
 
 
 def slowed_at(seed, point, factor, canary_factor):
@@ -275,7 +306,7 @@ def test_a_point_timed_while_the_machine_was_slow_is_judged_against_its_own_cana
     point = by_point(local.points, "pytorch", 2, 128)
     assert point["canary_ratio"] == pytest.approx(1.5)
     assert (point["verdict"], point["note"]) == (
-        "no clear change", "within the machine's own change (canary x1.50)")
+        "undecided", "interval reaches into the machine's own change (canary x1.50)")
     beyond = changes.compare(base, slowed_at(3, ("pytorch", 2, 128), 2.0, 1.5))
     assert beyond.exit_status == 1
     assert beyond.points.loc[beyond.points["verdict"] == "slower", "point"].tolist() == ["2x128"]
@@ -469,7 +500,7 @@ def test_two_real_runs_compare_end_to_end(two_tiny_runs, tmp_path):
     assert set(points["replicates_base"]) == {2} == set(points["replicates_new"])
     assert set(points["interval"]) == {"between processes"}
     assert (points["ratio"] > 0).all() and (points["ci_low"] <= points["ci_high"]).all()
-    assert set(points["verdict"]) <= {"slower", "faster", "no clear change"}
+    assert set(points["verdict"]) <= {"slower", "faster", "equivalent", "undecided"}
     assert result.returncode == int(points["beyond_threshold"].any())
     environment = pd.read_csv(output / "environment.csv")
     assert "started_at" not in set(environment["column"])  # always differs: not a change

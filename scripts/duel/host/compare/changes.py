@@ -11,9 +11,12 @@ replicate, plus contract.POINT_KEYS); ``ignore`` drops keys from the match (e.g.
 2019-stack baseline against today's stack), as long as each side then has one point per match.
 Each matched point gets the ratio new / base of the method's figure, its interval made as the
 run's own PyTorch / TensorFlow intervals are (statistics.judge: Welch's t over the processes
-where both sides have several replicates, else a bootstrap within one), and a verdict (VERDICTS).
-A point is *clearly slower beyond the threshold* (what fails a CI job) when its interval (and
-so its ratio) lies above 1 + threshold: statistics.is_clear with the threshold as the effect.
+where both sides have several replicates, else a bootstrap within one), and a verdict (VERDICTS):
+slower or faster where the judge decides so; else *equivalent* where the whole interval lies
+inside the band (within the minimum effect, and the machine's own change below), *undecided*
+where it reaches across an edge of the band (statistics.decided). A point is *clearly slower
+beyond the threshold* (what fails a CI job) when its interval (and so its ratio) lies above
+1 + threshold: statistics.is_clear with the threshold as the effect.
 
 The machine's own change counts too (``machine_band``, on by default): every point records a
 canary (a fixed numpy product on the cell's cores, timed just before and after it). Where the
@@ -47,10 +50,12 @@ MATCH = CELL + POINT
 IGNORABLE = ("era", "device", "precision", "method")
 PER_RUN = ("started_at", "slurm_job_id")  # differ between any two runs: not a change
 NOT_RECORDED = "(not recorded)"
-SLOWER, FASTER, UNCLEAR = "slower", "faster", "no clear change"
+SLOWER, FASTER = "slower", "faster"
+EQUIVALENT, UNDECIDED = statistics.EQUIVALENT, statistics.UNDECIDED
 NEWLY_FAILING, NEWLY_OK, NOT_COMPARED = "newly failing", "newly ok", "not ok in either"
 ONLY_BASE, ONLY_NEW = "only in base", "only in new"
-VERDICTS = (SLOWER, FASTER, UNCLEAR, NEWLY_FAILING, NEWLY_OK, NOT_COMPARED, ONLY_BASE, ONLY_NEW)
+VERDICTS = (SLOWER, FASTER, EQUIVALENT, UNDECIDED, NEWLY_FAILING, NEWLY_OK, NOT_COMPARED,
+            ONLY_BASE, ONLY_NEW)
 SIDE_COLUMNS = ["status", "message", "reported_ms", "replicates", "replicate_samples",
                 "n_samples", "canary_ms", "canary_numpy"]
 POINT_COLUMNS = [
@@ -227,22 +232,33 @@ def judge(row, min_effect, threshold, confidence, resamples, seed, shift=None):
                                    (("base", base_ok), ("new", new_ok)) if not ok)
         return record
     if judged.verdict == statistics.TOO_FEW:
-        record["verdict"], record["note"] = UNCLEAR, statistics.TOO_FEW
+        record["verdict"], record["note"] = UNDECIDED, statistics.TOO_FEW
         return record
     low, high, clear = judged.ci_low, judged.ci_high, judged.clear
     record.update(ci_low=low, ci_high=high,
-                  verdict=judged.verdict if clear else UNCLEAR,
+                  verdict=judged.verdict if clear else judged.decision,
                   interval=statistics.interval_kind(row["replicates_base"],
                                                     row["replicates_new"]))
     if not clear:
-        record["note"] = (
-            "interval includes 1" if not statistics.is_clear(low, high) else
-            "interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect)
-            if not statistics.is_clear(low, high, record["ratio"], min_effect) else
-            "within the machine's own change (canary x%.2f)" % _largest(shifts))
+        record["note"] = _why_not_clear(judged, min_effect, shifts)
     record["beyond_threshold"] = bool(record["ratio"] > 1.0 and statistics.is_beyond(
         low, high, record["ratio"], statistics.equivalence_band(threshold, shifts)))
     return record
+
+
+def _why_not_clear(judged, min_effect, shifts):
+    """Why a change that is not clear is equivalent or undecided, in a phrase: the minimum
+    effect alone decides it so, or only the machine's own change does."""
+    low, high, ratio = judged.ci_low, judged.ci_high, judged.ratio
+    plain = statistics.decision(low, high, ratio, statistics.equivalence_band(min_effect))
+    machine = "the machine's own change (canary x%.2f)" % _largest(shifts)
+    if judged.decision == EQUIVALENT:
+        return ("within the minimum effect (%g%%)" % (100.0 * min_effect)
+                if plain == EQUIVALENT else "within " + machine)
+    if not statistics.is_clear(low, high):
+        return "interval includes 1"
+    return ("interval reaches into the minimum effect (%g%%)" % (100.0 * min_effect)
+            if plain != statistics.FASTER else "interval reaches into " + machine)
 
 
 def canary_ratio(row):

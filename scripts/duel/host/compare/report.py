@@ -27,7 +27,8 @@ FILES = ("comparison.md", "comparison.csv", "environment.csv", "comparison.xlsx"
 COLOURS = {
     changes.SLOWER: "#d62728",
     changes.FASTER: "#2ca02c",
-    changes.UNCLEAR: "#7f7f7f",
+    changes.EQUIVALENT: "#bcbd22",
+    changes.UNDECIDED: "#7f7f7f",
     changes.NEWLY_FAILING: "#9467bd",
     changes.NEWLY_OK: "#17becf",
 }

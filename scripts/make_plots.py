@@ -8,8 +8,10 @@ from duel.host.tables import summary
 
 
 def read_ratios(path):
-    """The statistics rule's per-point table, with 'clear' kept as text (yes, no or empty)."""
-    return pd.read_csv(path, dtype={"clear": object, "verdict": object, "precision": object})
+    """The statistics rule's per-point table, with 'clear' and 'decision' kept as text (empty
+    where there is none)."""
+    return pd.read_csv(path, dtype={"clear": object, "decision": object, "verdict": object,
+                                    "precision": object})
 
 
 def main(parquet_path, ratios_csv, folders):

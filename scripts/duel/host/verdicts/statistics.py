@@ -23,8 +23,9 @@ region of practical equivalence, the band of differences smaller than ``min_effe
 - *undecided*: the interval reaches across an edge of the band (one that excludes 1 but
   reaches into the band included): the evidence says neither, and more processes may.
 
-The bootstrap's generator is seeded, so the same table gives the same intervals. A point with fewer than ``MIN_SAMPLES`` samples on a side gets no interval; its
-ratio is still reported.
+The bootstrap's generator is seeded, so the same table gives the same intervals. A point with
+fewer than ``MIN_SAMPLES`` samples on a side gets no interval and no decision; its ratio is
+still reported.
 
 An interval between processes takes them as draws from one machine, so a pair is not judged (no
 interval, no verdict; its ratio is still reported) where a side's processes ran on more than one

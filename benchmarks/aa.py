@@ -58,19 +58,23 @@ IDENTITY = replicates.POINT_IDENTITY
 CANARY_MOVED = 1.10
 
 
-def run_workflow(folder, extra_config, configfile):
-    """One real run of the workflow into ``folder``; returns wall seconds and load averages."""
+def run_workflow(folder, extra_config, configfile, checkout=CHECKOUT):
+    """One real run of the workflow into ``folder``; returns wall seconds and load averages.
+    ``checkout``: whose Snakefile and code run (another commit's worktree: its package first
+    on the path, so the method measured is that commit's)."""
     os.makedirs(folder, exist_ok=True)
-    command = [sys.executable, "-m", "snakemake", "-s", os.path.join(CHECKOUT, "Snakefile"),
+    command = [sys.executable, "-m", "snakemake", "-s", os.path.join(checkout, "Snakefile"),
                "--directory", folder, "--cores", "all"]
     if configfile:
         command += ["--configfile", configfile]
     if extra_config:
         command += ["--config"] + list(extra_config)
+    environment = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(checkout), "scripts"))
     load_before = os.getloadavg()
     started = time.time()
     with open(os.path.join(folder, "snakemake.log"), "w") as log:
-        subprocess.run(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, check=True)
+        subprocess.run(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, check=True,
+                       env=environment)
     return {"wall_s": time.time() - started, "load_before": load_before,
             "load_after": os.getloadavg()}
 
@@ -247,6 +251,40 @@ def spread(ratios):
             "share_beyond_5pct": float(np.mean(deviation > np.log(1.05)))}
 
 
+def decision_figures(ratios_a, ratios_b, pair):
+    """The three decisions (statistics.decision) of both runs: per run how many points are
+    decided (faster either way, or equivalent) and the median width of their intervals (high /
+    low); among the points decided in both, how many agree, and the contradictions: faster in
+    opposite directions (reversed), or faster in one and equivalent in the other."""
+    named = []
+    for ratios in (ratios_a, ratios_b):
+        frame = ratios[pair + ["ratio", "ci_low", "ci_high", "verdict"]].copy()
+        frame["decision"] = statistics.decisions(ratios)
+        frame["said"] = [verdict if decided == statistics.FASTER else decided
+                         for verdict, decided in zip(frame["verdict"], frame["decision"])]
+        named.append(frame)
+    both = named[0].merge(named[1], on=pair, suffixes=("_a", "_b"))
+    decided = [statistics.FASTER, statistics.EQUIVALENT]
+    in_both = both[both["decision_a"].isin(decided) & both["decision_b"].isin(decided)]
+    faster_both = in_both[(in_both["decision_a"] == statistics.FASTER)
+                          & (in_both["decision_b"] == statistics.FASTER)]
+    result = {"points": int(len(both)),
+              "decided_in_both": int(len(in_both)),
+              "agree_in_both": int((in_both["said_a"] == in_both["said_b"]).sum()),
+              "reversed": int((faster_both["said_a"] != faster_both["said_b"]).sum()),
+              "faster_against_equivalent": int((in_both["decision_a"]
+                                                != in_both["decision_b"]).sum())}
+    for name, frame in zip(("a", "b"), named):
+        counts = frame["decision"].value_counts()
+        width = (frame["ci_high"] / frame["ci_low"]).astype(float)
+        result[name] = dict((decision, int(counts.get(decision, 0)))
+                            for decision in statistics.DECISIONS)
+        result[name]["decided"] = int(sum(counts.get(decision, 0) for decision in decided))
+        result[name]["median_interval_width"] = float(width.median()) if width.notna().any() \
+            else None
+    return result
+
+
 def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
     long_a, long_b = read_run(folder_a), read_run(folder_b)
     a, b = summary.with_reported(long_a), summary.with_reported(long_b)
@@ -289,6 +327,7 @@ def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
             compared["ratio_b"].astype(float) / compared["ratio_a"].astype(float)))
             <= np.log(1.10))) if len(compared) else None,
     }
+    result["decisions"] = decision_figures(ratios_a, ratios_b, pair)
     result["coverage"] = coverage(ratios_a, ratios_b, pair)
     result["bootstrap_interval"] = bootstrap_figures(folder_a, folder_b, pair, min_effect)
     result["compare_runs_a_b"] = comparison_figures(folder_a, folder_b)

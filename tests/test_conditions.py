@@ -138,9 +138,14 @@ def test_the_point_is_judged_by_its_kept_samples_and_measured_again_only_when_sl
            "kept_other_cpu_ms": 0.0, "canary_before_ms": 1.0, "canary_after_ms": 1.0}
     # 400 ms of steal in the point, 20 of it in the kept samples (1% of 2 x 1000 ms): not disturbed
     assert conditions.disturbance(row, [1.0] * 10)[0] is None
+    # a neighbour's 60 ms in 1000 ms of kept samples: 6% of a CPU, but 4% surely (two ticks
+    # less): not disturbed; 90 ms: 7% surely
+    assert conditions.disturbance(dict(row, kept_other_cpu_ms=60.0), [1.0] * 10)[0] is None
+    assert "other processes 7%" in conditions.disturbance(dict(row, kept_other_cpu_ms=90.0),
+                                                          [1.0] * 10)[0]
     judged_whole = dict(row, kept_steal_ms=None)  # no sample judged: the point's own 10%
     assert "host steal 10%" in conditions.disturbance(judged_whole, [1.0] * 10)[0]
-    steady = dict(row, kept_steal_ms=150.0, disturbed="host steal 8% of its CPU time",
+    steady = dict(row, kept_steal_ms=180.0, disturbed="host steal 8% of its CPU time",
                   canary_score=1.0)
     assert not conditions.slow_process(steady, limits)  # steady steal: again would not help
     assert conditions.slow_process(dict(steady, canary_score=5.0), limits)

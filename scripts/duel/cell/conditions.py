@@ -181,6 +181,10 @@ class CpuWatch(object):
                 "other_cpu_ms": max(0.0, busy_ms - (own - self._own) * 1000.0)}
 
 
+# A clock tick of /proc/stat (ms): what one reading of a CPU's time may be off by.
+TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
+
+
 class SampleWatch(object):
     """Judges each timed sample by what else used its CPUs while it ran: a sample during which
     the host surely stole more than ``max_steal_share`` of its CPUs' time, or other processes
@@ -201,7 +205,7 @@ class SampleWatch(object):
             list(BOUND_CPUS) or (sorted(os.sched_getaffinity(0))
                                  if hasattr(os, "sched_getaffinity") else []))
         self.threads = max(1, len(self.cpus))
-        self.tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
+        self.tick_ms = TICK_MS
         self.margin_ms = self.tick_ms * max(1, len(self.cpus))
         self.kept_steal_ms = self._kept_other_ms = 0.0
         self._ticks = self._own = None
@@ -300,8 +304,12 @@ def disturbance(row, readings, limits=LIMITS):
     reasons = []
     steal, other = row.get("steal_ms"), row.get("other_cpu_ms")
     if row.get("kept_steal_ms") is not None and row.get("samples"):
-        # samples judged one by one (SampleWatch): the point is judged by those it kept
-        steal, other = row["kept_steal_ms"], row.get("kept_other_cpu_ms")
+        # samples judged one by one (SampleWatch): the point is judged by those it kept, and
+        # as surely as a sample is (their ticks less a tick per CPU), since a few short
+        # samples sum to less time than one tick of a neighbour is worth
+        margin = TICK_MS * max(1, row.get("threads") or 1)
+        steal = max(0.0, row["kept_steal_ms"] - margin)
+        other = max(0.0, (row.get("kept_other_cpu_ms") or 0.0) - margin)
         wall_ms = float(sum(row["samples"]))
     threads = max(1, row.get("threads") or 1)
     if limits.max_steal_share and steal is not None and \

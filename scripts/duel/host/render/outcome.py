@@ -13,7 +13,7 @@ import pandas as pd
 from duel.cell import contract, environment
 
 from duel.host.plan import layout
-from duel.host.tables import breakdown, replicates, scopes, summary
+from duel.host.tables import breakdown, replicates, scopes, summary, variance
 from duel.host.verdicts import settle, statistics
 
 # How many distinct failure messages are shown; the count says how many there are in all.
@@ -130,7 +130,7 @@ def lines_of_run(shards, results_dir=layout.RESULTS, run_s=None):
     frame = summary.read_summary(path)
     times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
     return verdict_lines(results_dir) + settle_lines(frame, results_dir) + lines(frame) + \
-        breakdown.lines(times, run_s)
+        breakdown.lines(times, run_s) + variance.lines(frame)
 
 
 def unfinished_lines(shards):

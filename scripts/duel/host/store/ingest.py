@@ -26,7 +26,7 @@ from duel.cell import contract, files
 from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.store import archive
-from duel.host.tables import breakdown, replicates, summary
+from duel.host.tables import breakdown, replicates, summary, variance
 from duel.host.verdicts import statistics
 
 UNRECORDED = "unrecorded-"
@@ -212,6 +212,7 @@ def describer(run_id, record, machine, source):
             "disturbed_points": noise.disturbed,
             "steal_share": noise.steal_share,
             "noisy": noise.noisy,
+            **variance.run_figures(rows),
             "manifest": json.dumps(record, sort_keys=True) if record else None,
             "source": os.path.abspath(source),
             "added_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -55,7 +55,8 @@ RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "
                "points", "processes", "headline"]
 # How disturbed a run's host was (breakdown.disturbance), as stored with it; null in a run
 # stored before they were recorded: unknown, not quiet.
-NOISE_COLUMNS = ["counted_points", "disturbed_points", "steal_share", "noisy"]
+NOISE_COLUMNS = ["counted_points", "disturbed_points", "steal_share", "noisy", "sample_sd",
+                 "between_sd", "noise_ratio"]
 
 
 def flag(value):

@@ -44,18 +44,24 @@ def neighbour_on(cpu):
     return process
 
 
-def test_points_beside_a_neighbour_are_measured_again_then_in_a_fresh_process(tmp_path):
-    """Points whose samples are not judged one by one (the timeit method) are measured again
-    whole for any disturbance."""
+def beside_a_neighbour(tmp_path, *extra):
+    """run_cell with a busy loop on the last CPU, one measurement again in the process and a
+    budget of one fresh process for the run."""
     budget = str(tmp_path / "retries")
     attempts.write_budget(budget, 1)
     neighbour = neighbour_on(max(os.sched_getaffinity(0)))
     try:
-        rows, stderr, progress = run_cell(tmp_path, "--remeasures", "1", "--attempts", "3",
-                                          "--fresh-processes", budget, "--methods", "timeit")
+        return run_cell(tmp_path, "--remeasures", "1", "--attempts", "3", "--fresh-processes",
+                        budget, *extra)
     finally:
         neighbour.kill()
         neighbour.wait()
+
+
+def test_points_beside_a_neighbour_are_measured_again_then_in_a_fresh_process(tmp_path):
+    """Points whose samples are not judged one by one (the timeit method) are measured again
+    whole for any disturbance."""
+    rows, stderr, progress = beside_a_neighbour(tmp_path, "--methods", "timeit")
     # per point: measured, again in its process, then in the one fresh process the budget had
     assert sorted((row["seq_len"], row["attempt"], row["remeasure"], row["counted"])
                   for row in rows) == [
@@ -83,15 +89,7 @@ def test_duel_points_beside_a_neighbour_are_marked_not_measured_again(tmp_path):
     """The duel method judges every sample: a neighbour is marked in the point's row, and the
     point is measured again only where its canary says the process itself ran slow (here
     switched off, so never)."""
-    budget = str(tmp_path / "retries")
-    attempts.write_budget(budget, 1)
-    neighbour = neighbour_on(max(os.sched_getaffinity(0)))
-    try:
-        rows, stderr, progress = run_cell(tmp_path, "--remeasures", "1", "--attempts", "3",
-                                          "--fresh-processes", budget, "--max-canary-score", "0")
-    finally:
-        neighbour.kill()
-        neighbour.wait()
+    rows, stderr, progress = beside_a_neighbour(tmp_path, "--max-canary-score", "0")
     assert sorted((row["seq_len"], row["attempt"], row["remeasure"], row["counted"])
                   for row in rows) == [(4, 1, 0, True), (8, 1, 0, True)]
     for row in rows:

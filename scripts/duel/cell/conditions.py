@@ -153,6 +153,10 @@ def own_cpu_s():
     return times[0] + times[1]
 
 
+# A clock tick of /proc/stat (ms): what one reading of a CPU's time may be off by.
+TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
+
+
 class CpuWatch(object):
     """What else used a point's CPUs while it ran: the host's steal time and the CPU time of
     every other process on the CPUs this one is bound to (BOUND_CPUS; their busy time less
@@ -165,7 +169,7 @@ class CpuWatch(object):
             cpus = list(BOUND_CPUS) or (sorted(os.sched_getaffinity(0))
                                         if hasattr(os, "sched_getaffinity") else [])
         self.cpus = cpus
-        self.tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
+        self.tick_ms = TICK_MS
 
     def start(self):
         self._ticks, self._own = cpu_ticks(self.cpus), own_cpu_s()
@@ -179,10 +183,6 @@ class CpuWatch(object):
         busy_ms = (ticks[0] - self._ticks[0]) * self.tick_ms
         return {"steal_ms": (ticks[1] - self._ticks[1]) * self.tick_ms,
                 "other_cpu_ms": max(0.0, busy_ms - (own - self._own) * 1000.0)}
-
-
-# A clock tick of /proc/stat (ms): what one reading of a CPU's time may be off by.
-TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 10.0
 
 
 class SampleWatch(object):

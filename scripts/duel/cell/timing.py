@@ -80,6 +80,15 @@ def _timed_ms(call, synchronise, clock):
     return (clock() - before) * 1000.0
 
 
+def kalibera_jones(point_cost_s, call_s, noise_ratio):
+    """Kalibera and Jones' repetitions at the lower of two levels (ISMM 2013), unbounded:
+    ceil(sqrt(cost of a process-point / cost of a sample x variance of one sample / variance
+    between processes)), both variances of the logs; None where a figure is missing."""
+    if not (point_cost_s > 0 and call_s > 0 and noise_ratio > 0):
+        return None
+    return int(np.ceil(np.sqrt(point_cost_s / call_s * noise_ratio)))
+
+
 def planned_samples(call_s, point_cost_s, noise_ratio, settings):
     """Samples per process-point by Kalibera and Jones' rule for repetitions at the lower of two
     levels (ISMM 2013): sqrt(cost of a process-point / cost of a sample x variance of one sample
@@ -88,9 +97,9 @@ def planned_samples(call_s, point_cost_s, noise_ratio, settings):
     processes narrow an interval over processes the most for the time. At least
     ``settings.min_samples`` (a median of five is robust to two outliers), at most
     ``max_samples``; ``noise_ratio`` 0: ``min_samples`` alone."""
-    if not noise_ratio or call_s <= 0:
+    wanted = kalibera_jones(point_cost_s, call_s, noise_ratio)
+    if wanted is None:
         return settings.min_samples
-    wanted = int(np.ceil(np.sqrt(point_cost_s / call_s * noise_ratio)))
     return int(min(settings.max_samples, max(settings.min_samples, wanted)))
 
 

@@ -11,6 +11,8 @@ got the samples and processes it got.
 import numpy as np
 import pandas as pd
 
+from duel.cell import timing
+
 from duel.host.tables import replicates
 
 # A median's variance over n samples is about pi / 2 times the mean's (normal samples): what the
@@ -66,10 +68,10 @@ def point_components(frame):
 
 
 def sized_samples(point_cost_s, sample_s, noise_ratio):
-    """Kalibera and Jones' samples per process-point: sqrt(point cost / sample cost x ratio)."""
-    if not (point_cost_s > 0 and sample_s > 0 and noise_ratio > 0):
-        return np.nan
-    return float(np.ceil(np.sqrt(point_cost_s / sample_s * noise_ratio)))
+    """Kalibera and Jones' samples per process-point for these figures (timing.kalibera_jones,
+    the rule each point is sized by, before its floor and cap); NaN where one is missing."""
+    wanted = timing.kalibera_jones(point_cost_s, sample_s, noise_ratio)
+    return np.nan if wanted is None else float(wanted)
 
 
 def noise_ratio(components):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create (or update) .venv with the pinned current era and the host's tools (envs/host.txt: the
-# results store's DuckDB); with --tests, the test tools as well;
+# results store's DuckDB, the verdicts' SciPy); with --tests, the test tools as well;
 # with --slurm, also .venv-slurm: .venv's packages plus Snakemake's SLURM executor
 # (envs/slurm.txt), kept out of .venv because importing it is slow where no SLURM answers.
 # Every lock file is complete and hashed: installed with hash checking and without resolution

@@ -22,9 +22,10 @@ def test_the_interval_between_processes_is_welchs_t_on_their_log_figures():
     va, vb = a.var(ddof=1) / 3, b.var(ddof=1) / 3
     df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
     assert 2 <= df < 3  # so t is the quantile of 2 degrees of freedom, rounded down
-    half = 4.303 * np.sqrt(va + vb)
-    low, high = statistics.welch_ratio(top, bottom, 1.0)
-    assert (low, high) == pytest.approx((np.exp(-half), np.exp(half)))
+    for t, confidence in ((4.303, 0.95), (2.920, 0.90)):
+        half = t * np.sqrt(va + vb)
+        low, high = statistics.welch_ratio(top, bottom, 1.0, confidence)
+        assert (low, high) == pytest.approx((np.exp(-half), np.exp(half)), rel=1e-4)
     assert statistics.welch_ratio([1.0], bottom, 1.0) is None  # one process: no t interval
 
 

@@ -64,6 +64,29 @@ def test_a_single_series_interval_and_the_mean_statistic():
     assert low < np.mean(samples) < high
 
 
+@pytest.mark.parametrize("df, confidence, expected", [
+    (1, 0.95, 12.706), (10, 0.95, 2.228), (30, 0.95, 2.042), (2.5, 0.95, 3.575),
+    (10, 0.90, 1.812), (5, 0.99, 4.032),
+])
+def test_students_t_quantile_at_any_level_and_fractional_degrees_of_freedom(df, confidence,
+                                                                           expected):
+    assert statistics.t_quantile(df, confidence) == pytest.approx(expected, abs=5e-4)
+
+
+def test_the_t_interval_between_processes_is_made_at_any_level():
+    logs = np.log([1.00, 1.10, 0.95, 1.04])
+    low, high = statistics.log_t_intervals(np.array([logs.mean(), 0.0]),
+                                           np.array([logs.std(ddof=1), 0.1]),
+                                           np.array([logs.size, 1]), confidence=0.80)
+    half = 1.638 * logs.std(ddof=1) / 2.0  # t's 90% quantile on 3 degrees of freedom
+    assert (low[0], high[0]) == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]),
+                                              rel=1e-3)
+    assert np.isnan(low[1]) and np.isnan(high[1])  # one process: no interval
+    narrow = statistics.figure_interval(np.exp(logs), confidence=0.80)
+    wide = statistics.figure_interval(np.exp(logs))
+    assert wide[0] < narrow[0] < narrow[1] < wide[1]
+
+
 def test_the_same_seed_gives_the_same_interval():
     a, b = lognormal(2.0, 30, 8), lognormal(1.0, 30, 9)
     assert statistics.bootstrap_ratio(a, b) == statistics.bootstrap_ratio(a, b)

@@ -172,7 +172,12 @@ BROKEN_MODEL_CONFIGS = {
                  "name enclosed in double quotes: line 1 column 20"),
     "a JSON list": ("[1, 2]", "a model config is a JSON object"),
     "an unknown family": (json.dumps({"name": "broken", "family": "gpt5", "architecture": {}}),
-                          "'family' is 'gpt5', not a known model family (known: bert"),
+                          "model 'broken' cannot run: transformers "),
+    "a type without a TensorFlow class": (json.dumps({"name": "broken", "family": "llama",
+                                                      "architecture": {"vocab_size": 10}}),
+                                          "model 'broken' cannot run: transformers "),
+    "no family": (json.dumps({"name": "broken", "architecture": {}}),
+                  "no 'family' (transformers' model_type"),
     "another name": (json.dumps({"name": "other", "family": "bert", "architecture": {}}),
                      "names model 'other', expected 'broken'"),
     "no architecture": (json.dumps({"name": "broken", "family": "bert"}),
@@ -209,7 +214,7 @@ def test_a_models_dir_that_does_not_exist_is_refused_in_one_line(tmp_path):
 def test_every_shipped_model_config_is_read_by_planning():
     names = sorted(name[:-5] for name in os.listdir(os.path.join(REPO, "config", "models")))
     specs = planner.check_models(names, os.path.join(REPO, "config", "models"))
-    assert sorted(specs) == names and len(names) == 10
+    assert sorted(specs) == names and len(names) == 12
     assert all(planner.parameters(spec) > 1e7 for spec in specs.values())
 
 

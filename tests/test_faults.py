@@ -300,7 +300,8 @@ def test_a_run_its_disk_cannot_hold_is_refused_with_both_figures(small_disk, tmp
 
 # --- bad input: one line each, before any job ---------------------------------------------------
 
-@pytest.mark.parametrize("case", ["not JSON", "a key missing"])
+@pytest.mark.parametrize("case", ["not JSON", "a key missing",
+                                  "a type without a TensorFlow class"])
 def test_a_broken_model_config_is_one_line_naming_the_file(tmp_path, case):
     """Each kind of broken model config is a unit case in test_config.py; two of them end to end,
     so no traceback reaches the console."""

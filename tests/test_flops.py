@@ -25,10 +25,9 @@ def test_analytic_flops_equal_torch_flop_counter(spec):
     architecture = dict(spec.architecture, vocab_size=1000)
     architecture[flops.DIMENSIONS[spec.family][1]] = 2
     spec = spec._replace(architecture=architecture)
-    family = models.FAMILIES[spec.family]
-    config = compat.build_config(family.config_class, spec.family, architecture)
+    config = compat.build_config(spec.family, architecture)
     config._attn_implementation = "eager"
-    model = compat.model_class(family.pytorch_class)(config).eval()
+    model = compat.model_class(models.class_name(spec, "pytorch", "inference"))(config).eval()
     for batch, length in ((1, 8), (2, 48)):
         with torch.no_grad(), FlopCounterMode(display=False) as counter:
             model(torch.randint(0, 1000, (batch, length)))

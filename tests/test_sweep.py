@@ -64,6 +64,9 @@ class FakeAdapter(Adapter):
         self.released = 0
         self.loss = None
 
+    def model_unsupported(self, spec):
+        return None  # numpy builds any model type, and transformers stays unimported
+
     def build(self, spec, seed, weights_dir=None):
         self.builds += 1
         if self.fail == "build":

@@ -1,5 +1,9 @@
 """The one place for API differences between transformers 2.1.1 (2019) and 4.x (today).
 
+- Which classes build a model type: transformers' Auto mappings decide (``auto_class_name``):
+  by model type (``*_MAPPING_NAMES``, 4.10+) or by config class (``*_MAPPING``, 2.3-4.9).
+  2.1.1's Auto classes pick by the checkpoint's name among nine types and map nothing, so their
+  choices are written out here (``_LEGACY_AUTO``, frozen: no later type can join 2.1.1).
 - Config construction: 4.x takes ``vocab_size=`` and ``XConfig.from_dict``; 2.1.1 constructors
   take ``vocab_size_or_config_json_file``, XLNet/Transfo-XL call the vocabulary ``n_token`` and
   XLM ``n_words``. ``from_dict`` exists in both; the key is renamed for 2.1.1 here.
@@ -15,7 +19,7 @@
   compiled call); ``torch_compile_unsupported`` says so before the cell builds anything.
 - Thread pools: ``torch.set_num_interop_threads`` does not exist in every release and may be
   called once per process; ``set_interop_threads`` sets it where it can.
-- Model classes: all nine 2019 families keep their names; in 4.x Transfo-XL moved to
+- Model classes: the nine 2019 types keep their names; in 4.x Transfo-XL moved to
   ``transformers.models.deprecated`` but stays importable from the top level.
 - Loading TensorFlow weights: both eras build every variable with transformers'
   ``get_initializer`` (a truncated normal) before reading the file over them;
@@ -34,6 +38,30 @@ import inspect
 import platform
 
 
+# What transformers 2.1.1's Auto classes build for each model type it knows: (config, bare model
+# for inference, model with its language-modelling head for training); TensorFlow's are "TF" +
+# the same names.
+_LEGACY_AUTO = {
+    "bert": ("BertConfig", "BertModel", "BertForMaskedLM"),
+    "gpt2": ("GPT2Config", "GPT2Model", "GPT2LMHeadModel"),
+    "distilbert": ("DistilBertConfig", "DistilBertModel", "DistilBertForMaskedLM"),
+    "roberta": ("RobertaConfig", "RobertaModel", "RobertaForMaskedLM"),
+    "openai-gpt": ("OpenAIGPTConfig", "OpenAIGPTModel", "OpenAIGPTLMHeadModel"),
+    "xlnet": ("XLNetConfig", "XLNetModel", "XLNetLMHeadModel"),
+    "xlm": ("XLMConfig", "XLMModel", "XLMWithLMHeadModel"),
+    "transfo-xl": ("TransfoXLConfig", "TransfoXLModel", "TransfoXLLMHeadModel"),
+    "ctrl": ("CTRLConfig", "CTRLModel", "CTRLLMHeadModel"),
+}
+# The Auto mappings that name a task's class, tried in order: the bare model (AutoModel) for
+# inference; for training the model with a language-modelling head, masked where the type has
+# one (AutoModelForMaskedLM), else causal (AutoModelForCausalLM), else 3.x's AutoModelWithLMHead.
+# TensorFlow's are the same names with "TF_" in front (TFAutoModel, ...).
+_AUTO_MAPPINGS = {
+    "inference": ("MODEL_MAPPING",),
+    "training": ("MODEL_FOR_MASKED_LM_MAPPING", "MODEL_FOR_CAUSAL_LM_MAPPING",
+                 "MODEL_WITH_LM_HEAD_MAPPING"),
+}
+FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 # What 2.1.1 configs call the vocabulary size, where it is not ``vocab_size``.
 _LEGACY_VOCAB_KEYS = {"xlnet": "n_token", "transfo-xl": "n_token", "xlm": "n_words"}
 # Model types whose 4.x mask code cannot be traced (see jit_trace).
@@ -56,6 +84,83 @@ def is_legacy():
 def model_class(name):
     """A transformers class by name (``BertModel``, ``TFBertModel``, ...)."""
     return getattr(_transformers(), name)
+
+
+def _auto_module(kind):
+    """transformers' ``<kind>_auto`` module (modeling, modeling_tf, configuration): under
+    ``models/auto/`` in 4.x, at the top before; None where it cannot be imported (TensorFlow's
+    in an environment without TensorFlow)."""
+    for name in ("transformers.models.auto.%s_auto", "transformers.%s_auto"):
+        try:
+            return importlib.import_module(name % kind)
+        except ImportError:
+            continue
+    return None
+
+
+def _legacy(model_type, index):
+    entry = _LEGACY_AUTO.get(model_type)
+    return entry[index] if entry else None
+
+
+def config_class_name(model_type):
+    """The config class of ``model_type`` (AutoConfig's), or None where transformers lacks it."""
+    module = _auto_module("configuration")
+    names = getattr(module, "CONFIG_MAPPING_NAMES", None)
+    if names is not None:
+        return names.get(model_type)
+    mapping = getattr(module, "CONFIG_MAPPING", None)
+    if mapping is not None and all(isinstance(key, str) for key in mapping):
+        found = mapping.get(model_type)
+        return found.__name__ if found is not None else None
+    return _legacy(model_type, 0)
+
+
+def auto_class_name(model_type, framework, task):
+    """The class transformers' Auto classes build ``model_type`` with in ``framework`` for
+    ``task`` (_AUTO_MAPPINGS), or None where this transformers has none."""
+    prefix = "TF_" if framework == "tensorflow" else ""
+    module = _auto_module("modeling_tf" if framework == "tensorflow" else "modeling")
+    if module is None:
+        return None
+    if getattr(module, prefix + "MODEL_MAPPING_NAMES", None) is None and \
+            getattr(module, prefix + "MODEL_MAPPING", None) is None:  # 2.1.1: no mappings
+        name = _legacy(model_type, 1 if task == "inference" else 2)
+        return ("TF" + name if prefix and name else name)
+    config_name = config_class_name(model_type)
+    for mapping in _AUTO_MAPPINGS[task]:
+        names = getattr(module, prefix + mapping + "_NAMES", None)
+        if names is not None:
+            found = names.get(model_type)
+        else:  # keyed by config class
+            found = next((model for config, model in
+                          (getattr(module, prefix + mapping, None) or {}).items()
+                          if config.__name__ == config_name), None)
+        if isinstance(found, (tuple, list)):  # several classes for one type: the first
+            found = found[0]
+        if found is not None:
+            return getattr(found, "__name__", found)
+    return None
+
+
+def missing_class(model_type, framework, task):
+    """Why ``framework`` cannot build ``model_type`` for ``task`` with this transformers, in
+    words, or None."""
+    if auto_class_name(model_type, framework, task) is not None:
+        return None
+    what = "model" if task == "inference" else "model with a language-modelling head"
+    return ("transformers %s has no %s %s for model type %r" % (
+        transformers_version(), FRAMEWORK_NAMES[framework], what, model_type))
+
+
+def unshared_classes(model_type, task):
+    """Why the PyTorch and TensorFlow classes of ``model_type`` cannot share weights (TensorFlow's
+    is not "TF" + PyTorch's: another head), or None."""
+    names = [auto_class_name(model_type, framework, task) for framework in FRAMEWORK_NAMES]
+    if None in names or names[1] == "TF" + names[0]:
+        return None
+    return ("transformers %s builds model type %r as %s in PyTorch but %s in TensorFlow: not "
+            "the same weights" % (transformers_version(), model_type, names[0], names[1]))
 
 
 @contextlib.contextmanager
@@ -83,16 +188,17 @@ def random_init_skipped():
         initialiser.__call__ = original
 
 
-def build_config(config_class_name, family, architecture, torchscript=False):
-    """A transformers config object from a checkpoint's architecture dict, in either era.
+def build_config(model_type, architecture, torchscript=False):
+    """A transformers config object of ``model_type`` (its config class: config_class_name) from
+    a checkpoint's architecture dict, in either era.
 
     ``torchscript=True`` makes models return plain tuples and untie shared weights so that
     ``torch.jit.trace`` can record them (the flag of the same name in both eras; 2019 set it).
     """
     values = dict(architecture)
-    if is_legacy() and family in _LEGACY_VOCAB_KEYS and "vocab_size" in values:
-        values[_LEGACY_VOCAB_KEYS[family]] = values.pop("vocab_size")
-    config = model_class(config_class_name).from_dict(values)
+    if is_legacy() and model_type in _LEGACY_VOCAB_KEYS and "vocab_size" in values:
+        values[_LEGACY_VOCAB_KEYS[model_type]] = values.pop("vocab_size")
+    config = model_class(config_class_name(model_type)).from_dict(values)
     config.torchscript = torchscript
     return config
 

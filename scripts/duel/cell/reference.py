@@ -1,10 +1,10 @@
 """One set of weights for both frameworks, and the output every cell is checked against.
 
-For a model, this builds the PyTorch model from its architecture with seeded weights, saves it,
-converts exactly those weights to TensorFlow (transformers' own PyTorch-to-TF loader, offline
-from the local folder) and saves them too; then it records PyTorch eager's final hidden state for
-each sequence length on the same input the cells use (one row: the cells repeat it over the
-batch). Every cell then loads these weights, and each point records the largest absolute
+For a model, this builds the PyTorch model from its architecture with seeded weights (or loads
+a save_pretrained folder's: models.build_pytorch), saves it, converts exactly those weights to
+TensorFlow (transformers' own PyTorch-to-TF loader, offline from the local folder) and saves them
+too; then it records PyTorch eager's final hidden state for each sequence length on the same
+input the cells use (one row: the cells repeat it over the batch). Every cell then loads these weights, and each point records the largest absolute
 difference between its own final hidden state and that reference. A difference beyond
 ``tolerance(reference)`` makes the point an ``error``: the frameworks did not compute the same
 thing, and their times would not be comparable.
@@ -51,14 +51,29 @@ def load_reference(folder, length):
     return np.load(path) if os.path.exists(path) else None
 
 
+def unbuildable(spec, task, folder, name, log, started):
+    """Where this era's transformers cannot build ``spec`` for ``task`` in both frameworks (an
+    older release without its model type): the manifest ``name`` saying why, with no weights,
+    and its cells' points become ``skipped`` rows with the same reason; else None."""
+    frameworks = ["pytorch"] + (["tensorflow"] if _tensorflow() is not None else [])
+    reason = next((why for why in (models.missing(spec, framework, task)
+                                   for framework in frameworks) if why), None)
+    if reason is None:
+        return None
+    log.write("%s: %s\n" % (spec.name, reason))
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    return write_manifest(folder, name, {"model": spec.name, "unsupported": reason}, [], started)
+
+
 def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr, started=None):
     """Write the folder described in the module docstring; returns its manifest."""
     import torch
 
-    family = models.FAMILIES[spec.family]
-    torch.manual_seed(seed)
-    config = compat.build_config(family.config_class, spec.family, spec.architecture)
-    model = compat.model_class(family.pytorch_class)(config).eval()
+    skipped = unbuildable(spec, "inference", folder, "reference.json", log, started)
+    if skipped is not None:
+        return dict(skipped, lengths=[], failed={})
+    model = models.build_pytorch(spec, "inference", seed).eval()
     pytorch_dir, tensorflow_dir = os.path.join(folder, "pytorch"), os.path.join(folder, "tensorflow")
     for path in (pytorch_dir, tensorflow_dir):  # transformers 2.1.1 wants them to exist
         if not os.path.isdir(path):
@@ -81,9 +96,9 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr, start
     gc.collect()
 
     if _tensorflow(log) is not None:
-        tensorflow_model = compat.model_class(family.tensorflow_class).from_pretrained(
-            pytorch_dir, from_pt=True
-        )
+        tensorflow_model = compat.model_class(
+            models.class_name(spec, "tensorflow", "inference")).from_pretrained(
+            pytorch_dir, from_pt=True)
         tensorflow_model.save_pretrained(tensorflow_dir)
     parts = ["pytorch", "tensorflow"] + [os.path.basename(reference_path(folder, length))
                                          for length in made]
@@ -108,12 +123,11 @@ def make_training_weights(spec, seed, folder, log=sys.stderr, started=None):
     """The model with its language-modelling head, seeded, saved for both frameworks
     (``pytorch-lm/``, ``tensorflow-lm/``): every training cell of the model, in either framework,
     starts each point from exactly these weights. Manifest ``training.json``, written last."""
-    import torch
-
-    family = models.FAMILIES[spec.family]
-    torch.manual_seed(seed)
-    config = compat.build_config(family.config_class, spec.family, spec.architecture)
-    model = compat.model_class(family.pytorch_lm_class)(config)
+    skipped = unbuildable(spec, "training", folder, "training.json", log, started)
+    if skipped is not None:
+        return dict(skipped, heads=skipped["unsupported"])
+    heads = models.class_name(spec, "pytorch", "training")
+    model = models.build_pytorch(spec, "training", seed)
     pytorch_dir = os.path.join(folder, "pytorch-lm")
     tensorflow_dir = os.path.join(folder, "tensorflow-lm")
     for path in (pytorch_dir, tensorflow_dir):
@@ -123,10 +137,10 @@ def make_training_weights(spec, seed, folder, log=sys.stderr, started=None):
     del model
     gc.collect()
     if _tensorflow(log) is not None:
-        compat.model_class(family.tensorflow_lm_class).from_pretrained(
+        compat.model_class(models.class_name(spec, "tensorflow", "training")).from_pretrained(
             pytorch_dir, from_pt=True).save_pretrained(tensorflow_dir)
     return write_manifest(folder, "training.json", {"model": spec.name, "seed": seed,
-                                                    "heads": family.pytorch_lm_class},
+                                                    "heads": heads},
                           ["pytorch-lm", "tensorflow-lm"], started)
 
 

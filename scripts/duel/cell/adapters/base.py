@@ -18,7 +18,7 @@ import contextlib
 import gc
 import os
 
-from .. import compat
+from .. import compat, models
 
 
 def entered(contexts):
@@ -97,14 +97,13 @@ class Adapter(object):
         if self.task == "training" and self.precision == "fp16":
             return ("fp16 training needs loss scaling, which Duel does not implement; bf16 "
                     "trains without it")
-        return self.mode_unsupported(spec) or self.precision_unsupported()
+        return (self.model_unsupported(spec) or self.mode_unsupported(spec)
+                or self.precision_unsupported())
 
-    def model_class_name(self, family):
-        """The bare model for inference, the model with its language-modelling head for
-        training (models.FAMILIES)."""
-        if self.task == "training":
-            return getattr(family, "%s_lm_class" % self.framework)
-        return getattr(family, "%s_class" % self.framework)
+    def model_unsupported(self, spec):
+        """Why this era's transformers cannot build ``spec`` in this framework for this task (it
+        has no class for its model type: an older release), or None."""
+        return models.missing(spec, self.framework, self.task)
 
     def weights_folder(self, weights_dir):
         """Where the shared weights of this task lie (reference.py)."""

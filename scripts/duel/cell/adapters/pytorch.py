@@ -25,8 +25,7 @@ CUDA: ``torch.cuda.synchronize()`` is the barrier; the device peak is the cachin
 """
 import torch
 
-from .. import builds, compat
-from ..models import FAMILIES
+from .. import builds, compat, models
 from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, entered, no_gpu_name
 
@@ -101,16 +100,13 @@ class PyTorchAdapter(Adapter):
 
     def build(self, spec, seed, weights_dir=None):
         self.require_device()
-        family = FAMILIES[spec.family]
-        model_class = compat.model_class(self.model_class_name(family))
         torchscript = self.mode == "torchscript"
         if weights_dir:
+            model_class = compat.model_class(models.class_name(spec, self.framework, self.task))
             self.model = model_class.from_pretrained(self.weights_folder(weights_dir),
                                                      torchscript=torchscript)
         else:
-            torch.manual_seed(seed)
-            self.model = model_class(compat.build_config(
-                family.config_class, spec.family, spec.architecture, torchscript=torchscript))
+            self.model = models.build_pytorch(spec, self.task, seed, torchscript)
         if self._half:
             self.model.half()
         self.model.to(torch.device(self.device))

@@ -17,8 +17,7 @@ set from the cell's ``tf32`` (default off: strict fp32, as PyTorch's matmul defa
 """
 import tensorflow as tf
 
-from .. import builds, compat
-from ..models import FAMILIES
+from .. import builds, compat, models
 from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, no_gpu_name
 
@@ -106,18 +105,15 @@ class TensorFlowAdapter(Adapter):
 
     def build(self, spec, seed, weights_dir=None):
         self.require_device()
-        family = FAMILIES[spec.family]
-        model_class = compat.model_class(self.model_class_name(family))
         set_policy = compat.keras_policy_setter()
         if self.precision in POLICIES and set_policy is not None:
             set_policy(POLICIES[self.precision])
         if weights_dir:
+            model_class = compat.model_class(models.class_name(spec, self.framework, self.task))
             with compat.random_init_skipped():
                 self.model = model_class.from_pretrained(self.weights_folder(weights_dir))
         else:
-            tf.random.set_seed(seed)
-            self.model = model_class(compat.build_config(
-                family.config_class, spec.family, spec.architecture))
+            self.model = models.build_tensorflow(spec, self.task, seed)
         self._functions = {}
         self.fresh = True
 

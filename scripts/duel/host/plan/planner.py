@@ -1,7 +1,8 @@
 """From a validated config to the list of cells this machine will run, or a clear refusal.
 
 The JSON schema catches wrong types, unknown keys and unsafe names; this module checks what a
-schema cannot: that every model has an architecture file, that each requested era has an
+schema cannot: that every model has an architecture file (or a save_pretrained folder) of a
+model type transformers builds in both frameworks, that each requested era has an
 environment and each device exists here, and that a docker or apptainer runner has its engine
 and every image it will need. Every refusal names the key and the bad value, and happens while
 Snakemake plans, before any job starts.
@@ -147,44 +148,99 @@ def resolve_era_envs_dir(config, checkout):
 
 
 def model_config_path(models_dir, model):
-    return os.path.join(models_dir, model + ".json")
+    """``<models_dir>/<model>.json``, or the folder ``<models_dir>/<model>/`` where there is one
+    and no such file (a model save_pretrained wrote: models.folder_spec)."""
+    path = os.path.join(models_dir, model + ".json")
+    folder = os.path.join(models_dir, model)
+    return folder if not os.path.exists(path) and os.path.isdir(folder) else path
 
 
-def read_model_config(path, model):
-    """The model's architecture file as a ModelSpec, or a PlanError naming the file and what is
-    wrong with it: not JSON, not a model of a known family, or without a key planning reads."""
+# What a save_pretrained folder holds its PyTorch weights in, in one release or another.
+WEIGHT_FILES = ("pytorch_model.bin", "model.safetensors", "pytorch_model.bin.index.json",
+                "model.safetensors.index.json")
+
+
+def _read_document(path, model):
+    """The model's JSON object (a file's, or a folder's config.json with its name and family)."""
+    folder = os.path.isdir(path)
+    source = os.path.join(path, models.CONFIG_FILE) if folder else path
+    if folder and not os.path.isfile(source):
+        raise PlanError("%s: a model folder holds what save_pretrained writes, and there is no "
+                        "%s" % (path, models.CONFIG_FILE))
+    if folder and not any(os.path.isfile(os.path.join(path, name)) for name in WEIGHT_FILES):
+        raise PlanError("%s: model %r has no PyTorch weights (%s)" % (
+            path, model, " or ".join(WEIGHT_FILES[:2])))
     try:
-        with open(path) as handle:
+        with open(source) as handle:
             document = json.load(handle)
     except ValueError as error:  # json.JSONDecodeError, or bytes that are not UTF-8
         raise PlanError("%s: not valid JSON (%s); fix the file, or drop model %r from config "
-                        "key 'models'" % (path, error, model))
+                        "key 'models'" % (source, error, model))
     if not isinstance(document, dict):
         raise PlanError("%s: a model config is a JSON object with name, family and "
-                        "architecture, not a JSON %s" % (path, type(document).__name__))
+                        "architecture, not a JSON %s" % (source, type(document).__name__))
+    if folder:
+        spec = models.folder_spec(path)
+        return {"name": spec.name, "family": spec.family, "architecture": spec.architecture,
+                "max_sequence_length": spec.max_sequence_length}, spec.weights
+    return document, None
+
+
+def buildable(model_type, path, model):
+    """Refuse ``model`` unless the workflow's transformers builds its ``model_type`` in both
+    frameworks from one set of weights (its Auto classes decide: compat.auto_class_name); an
+    older era without the type gives ``skipped`` rows instead (adapters.base)."""
+    from duel.cell import compat
+
+    reason = next((why for why in [compat.missing_class(model_type, framework, "inference")
+                                   for framework in compat.FRAMEWORK_NAMES]
+                   + [compat.unshared_classes(model_type, "inference")] if why), None)
+    if reason:
+        raise PlanError("%s: model %r cannot run: %s" % (path, model, reason))
+
+
+def read_model_config(path, model):
+    """The model's architecture file (or save_pretrained folder) as a ModelSpec, or a PlanError
+    naming the file and what is wrong with it: not JSON, not a model type transformers builds in
+    both frameworks, or without a key planning reads."""
+    document, weights = _read_document(path, model)
     family = document.get("family")
-    if family not in models.FAMILIES:
-        raise PlanError("%s: 'family' is %r, not a known model family (known: %s)"
-                        % (path, family, ", ".join(sorted(models.FAMILIES))))
+    if not isinstance(family, str):
+        raise PlanError("%s: no 'family' (transformers' model_type, e.g. bert)" % path)
     if document.get("name") != model:
         raise PlanError("%s names model %r, expected %r" % (path, document.get("name"), model))
     architecture = document.get("architecture")
     if not isinstance(architecture, dict):
         raise PlanError("%s: no 'architecture' object (the checkpoint's config.json "
                         "hyper-parameters)" % path)
-    needed = flops.DIMENSIONS[family][:2] + ("vocab_size",)
-    missing = [key for key in needed if not isinstance(architecture.get(key), int)
-               or isinstance(architecture.get(key), bool) or architecture[key] < 1]
+    buildable(family, path, model)
+    spec = models.ModelSpec(document["name"], family, document.get("max_sequence_length"),
+                            architecture, weights)
+    if family in flops.DIMENSIONS:
+        needed = flops.DIMENSIONS[family][:2] + ("vocab_size",) + \
+            (("embedding_size",) if family in flops.PROJECTED_EMBEDDINGS else ())
+        missing = [key for key in needed if not _positive(architecture.get(key))]
+    else:
+        try:
+            found = sizes(spec)
+        except Exception as error:  # transformers' own words on what the config lacks
+            raise PlanError("%s: transformers cannot make a %s config of 'architecture': %s"
+                            % (path, family, contract.error_line(error)))
+        missing = [key for key, value in zip(SIZE_NAMES, found) if not _positive(value)]
     if missing:
         raise PlanError("%s: 'architecture' lacks %s (a positive integer each, read for a %s "
                         "model's memory, FLOPs and inputs)" % (path, ", ".join(missing), family))
-    return models.ModelSpec(document["name"], family, document.get("max_sequence_length"),
-                            architecture)
+    return spec
+
+
+def _positive(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def check_models(model_names, models_dir):
-    """Every model needs ``<models_dir>/<model>.json``, a config of a known family naming the
-    same model: {model: ModelSpec}."""
+    """Every model needs ``<models_dir>/<model>.json`` (or a save_pretrained folder of that name),
+    of a model type transformers builds in both frameworks, naming the same model:
+    {model: ModelSpec}."""
     if not os.path.isdir(models_dir):
         raise PlanError("config key 'models_dir': %s is not a folder" % models_dir)
     available = sorted(
@@ -193,10 +249,10 @@ def check_models(model_names, models_dir):
     specs = {}
     for model in model_names:
         path = model_config_path(models_dir, model)
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise PlanError(
-                "config key 'models': unknown model %r (no file %s). Known models: %s"
-                % (model, path, ", ".join(available))
+                "config key 'models': unknown model %r (no file %s, nor a folder save_pretrained "
+                "wrote). Known models: %s" % (model, path, ", ".join(available))
             )
         specs[model] = read_model_config(path, model)
     return specs
@@ -377,8 +433,12 @@ def _lacked(config, checkout):
 
 def lacking(config, checkout):
     """A line per era, device and mode of the config that its era lacks (envs/eras.yaml):
-    plan_cells launches no cell of them."""
-    return ["%s: no cell planned" % lacked[-1] for lacked in _lacked(config, checkout)]
+    plan_cells launches no cell of them; and a line per model whose FLOPs are not counted
+    (flops.not_counted): its points' flops stay empty."""
+    specs = check_models(config["models"], resolve_models_dir(config, checkout))
+    return ["%s: no cell planned" % lacked[-1] for lacked in _lacked(config, checkout)] + [
+        "model %s: %s: its flops and achieved_gflops stay empty" % (name, flops.not_counted(spec))
+        for name, spec in sorted(specs.items()) if flops.not_counted(spec)]
 
 
 def lacking_rows(config, checkout):
@@ -417,13 +477,32 @@ def shard_path(cell):
     return layout.SHARD_PATTERN.format(**cell._asdict())
 
 
+SIZE_NAMES = ("hidden_size", "num_hidden_layers", "vocab_size")
+
+
+def sizes(spec):
+    """(hidden size, layers, vocabulary) of ``spec``: its family's keys (flops.DIMENSIONS), else
+    the names every transformers config answers to (its attribute_map), read from the config the
+    workflow's transformers builds of the architecture."""
+    if spec.family in flops.DIMENSIONS:
+        hidden_key, layers_key, _ = flops.DIMENSIONS[spec.family]
+        return tuple(spec.architecture.get(key) for key in (hidden_key, layers_key, "vocab_size"))
+    return _config_sizes(spec.family, json.dumps(spec.architecture, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=None)
+def _config_sizes(model_type, architecture):
+    from duel.cell import compat
+
+    config = compat.build_config(model_type, json.loads(architecture))
+    return tuple(getattr(config, name, None) for name in SIZE_NAMES)
+
+
 def parameters(spec):
     """About how many weights the bare model has: vocab x hidden + 12 x layers x hidden^2
-    (embeddings and transformer blocks), from the family's dimension keys (flops.DIMENSIONS)."""
-    hidden_key, layers_key, _ = flops.DIMENSIONS[spec.family]
-    hidden = spec.architecture[hidden_key]
-    return spec.architecture["vocab_size"] * hidden + \
-        12 * spec.architecture[layers_key] * hidden * hidden
+    (embeddings and transformer blocks), from its sizes."""
+    hidden, layers, vocab = sizes(spec)
+    return vocab * hidden + 12 * layers * hidden * hidden
 
 
 def estimate_mem_mb(spec, batch_size, seq_len, training=False):
@@ -434,9 +513,7 @@ def estimate_mem_mb(spec, batch_size, seq_len, training=False):
     itself. Training adds gradients and Adam's two moments (three more copies of the weights)
     and keeps every activation for the backward pass (counted twice).
     """
-    hidden_key, layers_key, _ = flops.DIMENSIONS[spec.family]
-    hidden, layers = spec.architecture[hidden_key], spec.architecture[layers_key]
-    vocab = spec.architecture["vocab_size"]
+    hidden, layers, vocab = sizes(spec)
     weights = parameters(spec)
     activations = 30 * layers * batch_size * seq_len * hidden
     if training:

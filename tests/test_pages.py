@@ -1,9 +1,13 @@
 """Report pages' and the published site's HTML pieces (render/pages.py)."""
+import glob
+import os
 import re
+import tomllib
 
 import pandas as pd
 import pytest
 
+from conftest import REPO
 from duel.host.render import pages
 
 pytestmark = pytest.mark.unit
@@ -17,7 +21,7 @@ def test_page_tables_escape_their_text():
 
 def test_missing_values_are_empty_and_an_object_column_of_numbers_stays_text():
     frame = pd.DataFrame({"threads": [2, None], "ratio": [float("nan"), pd.NA]}, dtype=object)
-    assert [pages.escape(value) for value in (None, float("nan"), pd.NA, pd.NaT)] == [""] * 4
+    assert [pages.text(value) for value in (None, float("nan"), pd.NA, pd.NaT)] == [""] * 4
     table = pages.frame_table(frame)
     assert '<td class="text">2</td><td class="text"></td>' in table
     assert "nan" not in table.lower() and "None" not in table and "NA" not in table
@@ -55,3 +59,27 @@ def test_a_scope_page_of_the_site_counts_each_decision(tmp_path):
     assert [counted[name] for name in ("PyTorch faster", "TensorFlow faster", "equivalent",
                                        "undecided", "compared")] == ["16", "0", "1", "1", "18"]
     assert '<td class="num verdict pytorch">0.8</td>' in page
+
+
+def test_the_templates_escape_every_value_once():
+    page = pages.render("site/page.html", title="a <b> & c", home="../index.html",
+                        noisy_meaning="")
+    assert "<title>a &lt;b&gt; &amp; c</title>" in page and "<h1>a &lt;b&gt; &amp; c</h1>" in page
+    assert '<nav><a href="../index.html">All runs</a></nav>' in page
+    assert str(pages.anchor("run-<1>", "<1>", ", noisy")) == \
+        '<span id="run-&lt;1&gt;">&lt;1&gt;</span>, noisy'
+    assert str(pages.lines([pages.link("a.html", "x&y"), "<b>"])) == \
+        '<a href="a.html">x&amp;y</a><br>&lt;b&gt;'
+
+
+def test_every_template_ships_with_the_package():
+    """pyproject.toml's package-data, read as setuptools reads it (recursive globs), names every
+    file under templates/."""
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as handle:
+        patterns = tomllib.load(handle)["tool"]["setuptools"]["package-data"]["duel.host.render"]
+    render = os.path.dirname(pages.__file__)
+    shipped = {name for pattern in patterns
+               for name in glob.glob(pattern, root_dir=render, recursive=True)}
+    found = {os.path.relpath(os.path.join(folder, name), render)
+             for folder, _, names in os.walk(os.path.join(render, "templates")) for name in names}
+    assert found and found <= shipped, sorted(found - shipped)

@@ -50,7 +50,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from duel.cell import contract, files  # noqa: E402
 
 from duel.host.render import bisection, pages, plots  # noqa: E402
-from duel.host.render.pages import escape, link, table  # noqa: E402
+from duel.host.render.pages import link, table, text  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
 from duel.host.tables import breakdown, replicates, scopes, summary  # noqa: E402
 from duel.host.verdicts import statistics  # noqa: E402
@@ -65,8 +65,6 @@ RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "
                "lock_sha256", "points", "processes", "headline"] + questions.NOISE_COLUMNS
 # A run whose host was noisy, on a chart where runs are points: a cross over its point.
 NOISY_MARKER = dict(linestyle="none", marker="x", color="black", markersize=6, zorder=3)
-NOISY_NOTE = ('<p class="note">%s A run stored before this was recorded carries no mark.</p>'
-              % escape(breakdown.NOISY_MEANING))
 # The columns a run's verdict needs: its points' identity, status, samples and machine
 # (summary.py's point table over these alone is the same for the verdict, and a fraction of the
 # work).
@@ -76,24 +74,16 @@ VERDICT_COLUMNS = list(dict.fromkeys(
                     "achieved_gflops"] + list(replicates.SAMPLE_STATISTICS)
     + replicates.MACHINE_COLUMNS))
 SAME_RUN = ["eras", "devices", "git_commit", "lock_sha256"]  # runs alike but for the machine
-STYLE = pages.STYLE + """
-a { color: #1f4e9a; }
-nav a { margin-right: 1em; }
-img { max-width: 100%; border: 1px solid #ddd; }
-p.note { color: #555; }
-td { white-space: nowrap; }
-td.wrap { white-space: normal; }
-td.noisy { background: #fff1b8; }
-"""
 UNNAMED = "unnamed-machine"  # a run that recorded neither a machine nor a hostname
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _page(title, body, depth=None):
-    """A whole page: a link home (``depth`` folders below the index; None: the index), the
-    title, ``body``."""
-    home = link("../" * depth + "index.html", "All runs") if depth is not None else ""
-    return pages.page(title, body, STYLE, home)
+def _page(template, title, depth=None, **values):
+    """A whole page from templates/site/``template``: a link home (``depth`` folders below the
+    index; None: the index), the title, ``values``."""
+    return pages.render("site/" + template, title=title,
+                        home="../" * depth + "index.html" if depth is not None else None,
+                        noisy_meaning=breakdown.NOISY_MEANING, **values)
 
 
 def _write(path, text):
@@ -238,13 +228,13 @@ def _latest_table(series):
         ok = line[line["status"] == "ok"]
         last = ok.iloc[-1] if len(ok) else None
         first = ok.iloc[0] if len(ok) else None
-        rows.append([escape("%dx%d" % key[:2]), escape(scopes.series_label(*key[2:])),
-                     escape(None if last is None else last["figure_ms"]),
-                     escape(None if last is None else last["low_ms"]),
-                     escape(None if last is None else last["high_ms"]),
-                     escape(None if first is None else first["figure_ms"]),
-                     escape(int(len(ok))), escape(int(len(line) - len(ok))),
-                     escape(_when(last["started_at"]) if last is not None else None)])
+        rows.append(["%dx%d" % key[:2], scopes.series_label(*key[2:]),
+                     None if last is None else last["figure_ms"],
+                     None if last is None else last["low_ms"],
+                     None if last is None else last["high_ms"],
+                     None if first is None else first["figure_ms"],
+                     int(len(ok)), int(len(line) - len(ok)),
+                     _when(last["started_at"]) if last is not None else None])
     return table(["point", "framework mode", "latest ms", "low", "high", "first ms", "runs",
                   "failed runs", "latest run"], rows)
 
@@ -253,25 +243,18 @@ def model_pages(out, history):
     """A page per model; returns {model: its page, relative to ``out``}."""
     written = {}
     for model, rows in history.groupby("model", sort=True):
-        body, stem = [], _name(model)
-        body.append("<p>Each run's figure for a point (the method's pooled figure over its "
-                    "processes: duel, the median of their medians; timeit, the mean of their "
-                    "means) against the run's start, a line per framework and mode; the band is "
-                    "Student's t 95% interval over the processes (none with one process). "
-                    "A run where the point failed leaves a gap; the table counts them; a cross "
-                    "marks a noisy run.</p>")
-        body.append(NOISY_NOTE)
+        sections = []
         for (machine, *scope), series in rows.groupby(["machine"] + scopes.SCOPE, sort=True):
             series = series.sort_values(["started_at", "run_id"])
             chart = "%s.svg" % _name(model, machine, *scope)
             with plt.rc_context(plots.STYLE):
                 figure = _trend_figure(series, model, machine, scope)
             _save(figure, os.path.join(out, "model", chart))
-            body.append("<h2>%s on %s</h2>" % (escape(_scope_label(scope)), escape(machine)))
-            body.append(pages.image(chart, "trend of %s on %s" % (model, machine)))
-            body.append(_latest_table(series))
-        page = os.path.join("model", "%s.html" % stem)
-        _write(os.path.join(out, page), _page("%s over the runs" % model, "\n".join(body), 1))
+            sections.append(dict(scope=_scope_label(scope), machine=machine, chart=chart,
+                                 table=_latest_table(series)))
+        page = os.path.join("model", "%s.html" % _name(model))
+        _write(os.path.join(out, page), _page("model.html", "%s over the runs" % model, 1,
+                                              model=model, sections=sections))
         written[model] = page
     return written
 
@@ -336,27 +319,18 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
     by_run = runs.set_index("run_id")
     for scope in scopes_found:
         page = os.path.join("scope", "%s.html" % _name(*scope))
-        body = ["<p>%s</p>" % escape(statistics.method_text()),
-                "<p>Per pair of modes, each run's geometric-mean PyTorch / TensorFlow ratio over "
-                "its compared points (&lt; 1: PyTorch faster; coloured where its interval over "
-                "processes makes it clear) and how many points each framework clearly wins; "
-                "equivalent: compared points whose whole interval lies within the minimum "
-                "effect; undecided: those whose interval reaches across its edge; a cross marks "
-                "a noisy run.</p>",
-                NOISY_NOTE, '<p class="note">%s</p>' % escape(judged)]
+        chart, sections = None, []
         mine = verdicts
         if len(verdicts):
             mine = verdicts[np.logical_and.reduce(
                 [verdicts[name] == value for name, value in zip(scopes.SCOPE, scope)])]
         if mine.empty:
-            body.append("<p>No judged run has a PyTorch / TensorFlow pair in this scope.</p>")
             mine = pd.DataFrame(columns=["mode_pt", "mode_tf"])
         else:
             chart = "%s.svg" % _name(*scope)
             with plt.rc_context(plots.STYLE):
                 figure = _verdict_figure(mine, by_run, scope)
             _save(figure, os.path.join(out, "scope", chart))
-            body.append(pages.image(chart, "verdicts over the runs in %s" % _scope_label(scope)))
         for (mode_pt, mode_tf), pair in mine.groupby(["mode_pt", "mode_tf"], sort=True):
             pair = pair.assign(started_at=pair["run_id"].map(by_run["started_at"]))
             pair = pair.sort_values(["started_at", "run_id"], ascending=False)
@@ -364,22 +338,22 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
             for _, row in pair.iterrows():
                 run = by_run.loc[row["run_id"]]
                 noisy = _noisy([run["noisy"]])[0]
-                rows.append([escape(run["when"]), '<span id="run-%s">%s</span>%s' % (
-                    escape(row["run_id"]), escape(row["run_id"]), ", noisy" if noisy else ""),
-                    escape(run["machine"]),
-                    escape(_short(run["git_commit"]))] + [escape(row[name]) for name in (
+                rows.append([run["when"], pages.anchor("run-%s" % row["run_id"], row["run_id"],
+                                                       ", noisy" if noisy else ""),
+                             run["machine"], _short(run["git_commit"])] + [row[name] for name in (
                         "geomean_ratio", "pytorch_clearly_faster", "tensorflow_clearly_faster",
                         "equivalent", "undecided", "compared", "points", "replicates",
                         "interval")])
                 classes.append(["", "noisy" if noisy else "", "", ""] + [ratio_class(row)]
                                + [""] * 8)
-            body.append("<h2>PyTorch %s vs TensorFlow %s</h2>"
-                        % (escape(mode_pt), escape(mode_tf)))
-            body.append(table(["started", "run", "machine", "commit", "geomean ratio",
-                               "PyTorch faster", "TensorFlow faster", "equivalent", "undecided",
-                               "compared", "points", "processes", "interval"], rows, classes))
-        _write(os.path.join(out, page), _page("Verdicts in %s" % _scope_label(scope),
-                                              "\n".join(body), 1))
+            sections.append(dict(mode_pt=mode_pt, mode_tf=mode_tf, table=table(
+                ["started", "run", "machine", "commit", "geomean ratio", "PyTorch faster",
+                 "TensorFlow faster", "equivalent", "undecided", "compared", "points",
+                 "processes", "interval"], rows, classes)))
+        _write(os.path.join(out, page), _page(
+            "scope.html", "Verdicts in %s" % _scope_label(scope), 1,
+            method=statistics.method_text(), judged=judged, chart=chart,
+            scope=_scope_label(scope), pairs=sections))
         written[scope] = page
     return written
 
@@ -401,29 +375,18 @@ def machine_groups(runs):
 
 def machines_page(out, groups, history):
     """The machines page: per group, a table per scope with a column per machine."""
-    body = ["<p>Runs alike in eras, devices, commit and locked stack that ran on different "
-            "machines: the latest run of each machine, side by side per point (figure in ms, "
-            "with its 95%% interval over the processes where it had several) and each "
-            "machine's figure over the first's. The latest %d such groups.</p>"
-            % MACHINE_GROUPS]
+    alike = []
     for group in groups:
         machines = list(group["machine"])
-        run_of = dict(zip(group["machine"], group["run_id"]))
         first = group.iloc[0]
-        body.append("<h2>Eras %s, devices %s, commit %s</h2>" % (
-            escape(first["eras"]), escape(first["devices"]),
-            escape(_short(first["git_commit"]) or "not recorded")))
-        body.append("<p>%s</p>" % ", ".join("%s: run %s (%s)" % (
-            escape(machine), escape(run_of[machine]), escape(_when(started)))
-            for machine, started in zip(group["machine"], group["started_at"])))
+        tables = []
         rows = history[history["run_id"].isin(group["run_id"])]
         for scope, scoped in rows.groupby(scopes.SCOPE, sort=True):
             index = ["model", "framework", "mode", "batch_size", "seq_len"]
             lines = []
             for key, point in scoped.groupby(index, sort=True):
                 by_machine = dict(zip(point["machine"], point.to_dict("records")))
-                cells = [escape(key[0]), escape(scopes.series_label(key[1], key[2])),
-                         escape("%dx%d" % key[3:])]
+                cells = [key[0], scopes.series_label(key[1], key[2]), "%dx%d" % key[3:]]
                 figures = []
                 for machine in machines:
                     row = by_machine.get(machine)
@@ -432,21 +395,27 @@ def machines_page(out, groups, history):
                     if row is None:
                         cells.append("")
                     elif not ok:
-                        cells.append(escape(row["status"]))
+                        cells.append(row["status"])
                     elif pd.isna(row["low_ms"]):
-                        cells.append(escape(row["figure_ms"]))
+                        cells.append(row["figure_ms"])
                     else:
                         cells.append("%s [%s, %s]" % tuple(
-                            escape(row[name]) for name in ("figure_ms", "low_ms", "high_ms")))
-                cells += [escape(None if figure is None or figures[0] is None
-                                 else figure / figures[0]) for figure in figures[1:]]
+                            text(row[name]) for name in ("figure_ms", "low_ms", "high_ms")))
+                cells += [None if figure is None or figures[0] is None else figure / figures[0]
+                          for figure in figures[1:]]
                 lines.append(cells)
-            body.append("<h3>%s</h3>" % escape(_scope_label(scope)))
-            body.append(table(["model", "framework mode", "point"] + machines
-                              + ["%s / %s" % (machine, machines[0]) for machine in machines[1:]],
-                              lines))
+            tables.append((_scope_label(scope), table(
+                ["model", "framework mode", "point"] + machines
+                + ["%s / %s" % (machine, machines[0]) for machine in machines[1:]], lines)))
+        alike.append(dict(
+            eras=first["eras"], devices=first["devices"],
+            commit=_short(first["git_commit"]) or "not recorded",
+            runs=[(machine, run_id, _when(started)) for machine, run_id, started
+                  in zip(group["machine"], group["run_id"], group["started_at"])],
+            tables=tables))
     _write(os.path.join(out, "machines.html"),
-           _page("The same runs on different machines", "\n".join(body), 0))
+           _page("machines.html", "The same runs on different machines", 0,
+                 shown=MACHINE_GROUPS, groups=alike))
     return "machines.html"
 
 
@@ -455,40 +424,26 @@ def bisections_page(out, answers):
     None where the store holds none."""
     if not answers:
         return None
-    body = ["<p>Which release of a framework made a point faster or slower (duel bisect): the "
-            "releases measured, each a run in this store, with Student's t 95% interval over "
-            "its processes; a step is a change between adjacent releases whose Welch interval "
-            "lies clearly beyond the minimum effect.</p>"]
+    records = []
     for record in answers:
         chart = os.path.join("bisections", "%s.svg" % _name(record["name"]))
         said = bisection.lines(record)
-        body.append("<h2>%s</h2>" % escape(said[0]))
-        body.append("<pre>%s</pre>" % escape("\n".join(said[1:])))
         if any(one["status"] == "measured" for one in record["releases"]):
             bisection.chart(record, os.path.join(out, chart))
-            body.append(pages.image(chart, "bisection %s" % record["name"]))
+        else:
+            chart = None
         frame = bisection.table(record)
-        body.append(table(list(frame.columns), [[escape("" if pd.isna(value) else (
-            "%.4g" % value if isinstance(value, float) else value)) for value in row]
-            for row in frame.itertuples(index=False)]))
-    _write(os.path.join(out, "bisections.html"), _page("Bisections", "\n".join(body), 0))
+        records.append(dict(name=record["name"], title=said[0], said="\n".join(said[1:]),
+                            chart=chart, table=table(list(frame.columns), [
+                                list(row) for row in frame.itertuples(index=False)])))
+    _write(os.path.join(out, "bisections.html"),
+           _page("bisections.html", "Bisections", 0, records=records))
     return "bisections.html"
 
 
 def index_page(out, runs, scope_links, model_links, machines_link, judged, verdicts, failed,
                bisections_link=None):
     """index.html: every run, newest first, and links to every other page."""
-    nav = ["<h2>Pages</h2>", "<p>Verdicts per scope: %s</p>" % (", ".join(
-        link(page, _scope_label(scope)) for scope, page in sorted(scope_links.items()))
-        or "none"),
-           "<p>Trends per model: %s</p>" % (", ".join(
-               link(page, model) for model, page in sorted(model_links.items())) or "none")]
-    if machines_link:
-        nav.append("<p>%s: the latest run of each machine side by side.</p>"
-                   % link(machines_link, "Machines"))
-    if bisections_link:
-        nav.append("<p>%s: the release where a point stepped.</p>"
-                   % link(bisections_link, "Bisections"))
     judged_runs = set(verdicts["run_id"]) if len(verdicts) else set()
     rows, classes = [], []
     for _, run in runs.iloc[::-1].iterrows():
@@ -496,31 +451,25 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
         if run["run_id"] in judged_runs:
             mine = verdicts[verdicts["run_id"] == run["run_id"]]
             found = sorted(set(map(tuple, mine[scopes.SCOPE].to_numpy())))
-            links = "<br>".join(link("%s#run-%s" % (scope_links[scope], run["run_id"]),
-                                     _scope_label(scope))
-                                for scope in found if scope in scope_links)
+            links = pages.lines([link("%s#run-%s" % (scope_links[scope], run["run_id"]),
+                                      _scope_label(scope))
+                                 for scope in found if scope in scope_links])
         elif run["run_id"] in failed:
-            links = escape("no verdict: %s" % failed[run["run_id"]])
-        rows.append([escape(value) for value in (
-            run["when"], run["run_id"], run["machine"], run["eras"], run["devices"],
-            _short(run["git_commit"]), run["points"], run["processes"],
-            questions.status_text(run), run["headline"])] + [links])
+            links = "no verdict: %s" % failed[run["run_id"]]
+        rows.append([run["when"], run["run_id"], run["machine"], run["eras"], run["devices"],
+                     _short(run["git_commit"]), run["points"], run["processes"],
+                     questions.status_text(run), run["headline"], links])
         classes.append([""] * 8 + ["noisy" if questions.noise_text(run) else ""] + [""] * 2)
-    body = nav + ["<h2>Runs, newest first</h2>",
-                  "<p>headline: per pair of modes, the geometric-mean PyTorch / TensorFlow "
-                  "ratio (&lt; 1: PyTorch faster) and the points each framework clearly wins "
-                  "(PT, TF) or neither (open: equivalent or undecided, told apart on the "
-                  "scope pages), as recorded when the run was added.</p>",
-                  NOISY_NOTE,
-                  '<p class="note">%s Published %s.</p>' % (escape(judged), escape(
-                      datetime.datetime.now(datetime.timezone.utc).strftime(
-                          "%Y-%m-%d %H:%M UTC"))),
-                  table(["started", "run", "machine", "eras", "devices", "commit", "points",
-                         "processes", "status", "headline", "verdicts"], rows, classes,
-                        wrap=("status", "headline", "verdicts"))]
-    _write(os.path.join(out, "index.html"),
-           _page("Duel: PyTorch vs TensorFlow, %d run%s" % (len(runs), "" if len(runs) == 1
-                                                              else "s"), "\n".join(body)))
+    _write(os.path.join(out, "index.html"), _page(
+        "index.html", "Duel: PyTorch vs TensorFlow, %d run%s" % (
+            len(runs), "" if len(runs) == 1 else "s"),
+        scope_links=[(page, _scope_label(scope)) for scope, page in sorted(scope_links.items())],
+        model_links=[(page, model) for model, page in sorted(model_links.items())],
+        machines_link=machines_link, bisections_link=bisections_link, judged=judged,
+        published=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        runs=table(["started", "run", "machine", "eras", "devices", "commit", "points",
+                    "processes", "status", "headline", "verdicts"], rows, classes,
+                   wrap=("status", "headline", "verdicts"))))
 
 
 def _own_files(out):

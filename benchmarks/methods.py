@@ -43,7 +43,7 @@ def method_figures(output, method, walls):
         runs[run] = aa.run_figures(path, long_frame, wall_s)
         runs[run]["wall_s"] = wall_s
         runs[run]["decided_per_hour"] = per_hour(result["decisions"][run]["decided"], wall_s)
-        runs[run]["processes"] = int(long_frame.groupby(
+        runs[run]["processes"] = int(aa.breakdown.as_processes(long_frame).groupby(
             ["framework", "mode", "model", "replicate", "attempt"], dropna=False).ngroups)
         if "marked_samples" in long_frame.columns:
             runs[run]["samples_marked"] = int(sum(

@@ -58,7 +58,8 @@ wildcard_constraints:
     era="|".join(config["eras"]),
     device="|".join(config["devices"]),
     framework="|".join(config["frameworks"]),
-    mode="[A-Za-z0-9]+",
+    # one mode, or the modes that share a process: eager+function
+    mode="[A-Za-z0-9]+(?:[+][A-Za-z0-9]+)*",
     precision="|".join(config["precisions"]),
     task="|".join(config["tasks"]),
     model="[A-Za-z0-9][A-Za-z0-9._-]*",

@@ -1,6 +1,7 @@
 """Shared helpers: paths, and running the real workflow in a temporary directory."""
 import contextlib
 import fcntl
+import glob
 import os
 import shutil
 import subprocess
@@ -52,10 +53,22 @@ def snakemake(workdir, *args, timeout=1200, check=True, env=None):
 
 
 def shard_file(workdir, framework, mode, model, era="current", replicate=1):
-    """Where the workflow writes a cpu fp32 inference cell's shard under ``workdir``."""
+    """Where the workflow wrote the shard of a cpu fp32 inference cell's ``mode`` under
+    ``workdir``: its process's, which may have measured other modes beside it (eager+function);
+    where none was written, the path a process of that mode alone would have."""
+    from duel.cell import modes
     from duel.host.plan import planner
-    cell = planner.Cell(era, "cpu", framework, mode, "fp32", "inference", model, replicate)
-    return os.path.join(str(workdir), planner.shard_path(cell))
+
+    def path(process_modes):
+        cell = planner.Cell(era, "cpu", framework, process_modes, "fp32", "inference", model,
+                            replicate)
+        return os.path.join(str(workdir), planner.shard_path(cell))
+    for found in glob.glob(path("*")):
+        folder = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.dirname(found)))))
+        if mode in modes.members(folder):
+            return found
+    return path(mode)
 
 
 def write_config(workdir, **values):

@@ -22,9 +22,11 @@ CANARIES = os.path.join(REPO, "tests", "data", "canary")
 QUIET = [0.2, 0.21, 0.19, 0.2, 0.22, 0.18, 0.2, 0.21, 0.19, 0.2]  # a spread of about 5%
 
 
-def row(attempt=1, batch=1, steal=0.0, other=0.0, canary=(0.2, 0.2), status="ok", remeasure=0):
+def row(attempt=1, batch=1, steal=0.0, other=0.0, canary=(0.2, 0.2), status="ok", remeasure=0,
+        mode="eager"):
     values = contract.empty_row()
-    values.update(batch_size=batch, seq_len=8, method="duel", status=status, attempt=attempt,
+    values.update(batch_size=batch, seq_len=8, method="duel", mode=mode, status=status,
+                  attempt=attempt,
                   remeasure=remeasure, point_wall_s=1.0, threads=2, steal_ms=steal,
                   other_cpu_ms=other, canary_before_ms=canary[0], canary_after_ms=canary[1])
     return values
@@ -111,7 +113,7 @@ def test_without_calibration_the_first_points_have_no_canary_score():
 def test_only_each_points_last_row_counts_and_a_disturbed_one_may_run_again():
     rows = [row(1, batch=1), row(1, batch=1, remeasure=1), row(1, batch=2)]
     rows[0]["disturbed"] = rows[1]["disturbed"] = "host steal 25% of its CPU time"
-    assert attempts.judge(rows, LIMITS) == {(1, 8, "duel")}
+    assert attempts.judge(rows, LIMITS) == {(1, 8, "duel", "eager")}
     assert [r["counted"] for r in rows] == [False, True, True]
     rows.append(row(2, batch=1))
     assert attempts.judge(rows, LIMITS) == set()  # measured quietly in the fresh process
@@ -121,6 +123,13 @@ def test_only_each_points_last_row_counts_and_a_disturbed_one_may_run_again():
     rows.append(last)  # the last process allowed: no more
     assert attempts.judge(rows, LIMITS) == set()
     assert [r["counted"] for r in rows] == [False, False, True, False, True]
+
+
+def test_the_modes_of_one_process_are_points_of_their_own():
+    rows = [row(1, mode="eager"), row(1, mode="function"), row(1, mode="eager", remeasure=1)]
+    rows[2]["disturbed"] = "host steal 25% of its CPU time"
+    assert attempts.judge(rows, LIMITS) == {(1, 8, "duel", "eager")}
+    assert [r["counted"] for r in rows] == [False, True, True]
 
 
 def test_fresh_processes_come_from_the_runs_budget(tmp_path):

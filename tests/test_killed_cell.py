@@ -16,13 +16,14 @@ from duel.cell import contract, journal
 LENGTHS = [2, 4, 6, 8, 16]
 
 
-def start_cell(tmp_path, *extra):
-    """The cell (tiny BERT, PyTorch eager, five points), started; (process, shard path)."""
+def start_cell(tmp_path, *extra, mode="eager", lengths=LENGTHS):
+    """The cell (tiny BERT, PyTorch ``mode``, a point per length and mode), started; (process,
+    shard path)."""
     output = str(tmp_path / "cell.parquet")
     command = [*cell_command("run_cell"),
-               "--framework", "pytorch", "--mode", "eager",
+               "--framework", "pytorch", "--mode", mode,
                "--model-config", os.path.join(TEST_MODELS, "tiny-bert-16pos.json"),
-               "--batch-sizes", "1", "--sequence-lengths", ",".join(map(str, LENGTHS)),
+               "--batch-sizes", "1", "--sequence-lengths", ",".join(map(str, lengths)),
                "--threads", "1", "--warmup-calls", str(QUICK["duel"]["warmup_calls"]),
                "--min-samples", "5", "--min-time-s", "0.5", "--max-time-s", "5",
                "--remeasures", "0", "--attempts", "1", "--output", output] + list(extra)
@@ -62,6 +63,25 @@ def test_a_measuring_process_killed_mid_sweep_keeps_its_points_and_the_rest_run_
     assert rows[0]["samples"] and rows[3]["samples"]  # the samples came through the journal
     assert "killed by SIGKILL" in stderr and "2 point(s) left" in stderr
     assert not [name for name in os.listdir(str(tmp_path)) if "attempt" in name]
+
+
+@pytest.mark.framework
+def test_a_process_of_two_modes_killed_mid_sweep_keeps_each_modes_points(tmp_path):
+    """Two modes in one process, their points side by side (the mode going first turns with
+    the length): the kill loses only the point it hit, and a fresh process measures the rest
+    of both modes."""
+    process, output = start_cell(tmp_path, mode="eager+torchscript", lengths=[2, 4, 8])
+    os.kill(measuring_third_point(output, process), signal.SIGKILL)
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr[-3000:]
+    rows = pq.read_table(output).to_pylist()
+    assert [(row["seq_len"], row["mode"], row["status"], row["attempt"]) for row in rows] == [
+        (2, "eager", "ok", 1), (2, "torchscript", "ok", 1), (4, "torchscript", "killed", 1),
+        (4, "eager", "ok", 2), (8, "eager", "ok", 2), (8, "torchscript", "ok", 2)]
+    assert all(row["counted"] and row["process_modes"] == "eager+torchscript" for row in rows)
+    assert "3 point(s) left" in stderr
+    digests = set((row["mode"], row["config_sha256"]) for row in rows)
+    assert len(digests) == 2 and len(set(digest for _, digest in digests)) == 2
 
 
 @pytest.mark.framework

@@ -13,7 +13,8 @@ from .conditions import slow_process
 
 
 def point_of(row):
-    return (row["batch_size"], row["seq_len"], row["method"])
+    """A row's point, as sweep.Point: (batch size, length, method, mode)."""
+    return (row["batch_size"], row["seq_len"], row["method"], row["mode"])
 
 
 def judge(rows, limits):

@@ -12,7 +12,8 @@ import pyarrow as pa
 # planned cells, the sweep's rows and the merge's groups all follow this tuple, so a new
 # dimension is one entry here (and its wildcard constraint in rules/common.smk).
 # ``replicate`` numbers the separate processes that run the same cell (config key replicates);
-# every replicate uses the same seed, weights and inputs.
+# every replicate uses the same seed, weights and inputs. A planned cell's ``mode`` names the
+# modes its process measures (modes.joined: 'eager+function'); each row holds its own mode.
 CELL_KEYS = ("era", "device", "framework", "mode", "precision", "task", "model", "replicate")
 Cell = namedtuple("Cell", CELL_KEYS)
 # A point of a cell (one row of its shard).
@@ -61,6 +62,9 @@ ATTEMPT = [
     ("disturbed", pa.string()),  # why the point counts as disturbed (conditions.disturbance)
     ("disturbance_rule", pa.string()),  # the rule that judged it (conditions.RULE)
     ("counted", pa.bool_()),  # the row the statistics use (false: a disturbed row run again)
+    # the modes that shared that process, joined by '+' (modes.process_groups); older shards:
+    # null (a process measured one mode)
+    ("process_modes", pa.string()),
     ("startup_s", pa.float64()),  # that process from its start to its first point (imports, build)
     ("job_wall_s", pa.float64()),  # the whole job, every attempt, from its start to its shard
 ]

@@ -15,7 +15,8 @@ from collections import namedtuple
 
 from . import contract
 
-Record = namedtuple("Record", "pid planned columns rows begun")
+# ``mode_columns``: {mode: the columns only that mode's rows have} (its settings' digest)
+Record = namedtuple("Record", "pid planned columns rows begun mode_columns")
 
 
 def path_of(output):
@@ -33,11 +34,11 @@ def _plain(value):
 class Journal(object):
     """The measuring process's side: append, flush, never rewrite."""
 
-    def __init__(self, path, planned, columns, limit_of=None):
+    def __init__(self, path, planned, columns, limit_of=None, mode_columns=None):
         self.handle = open(path, "a")
         self.limit_of = limit_of
         self._write({"pid": os.getpid(), "planned": [list(point) for point in planned],
-                     "columns": columns})
+                     "columns": columns, "mode_columns": mode_columns or {}})
 
     def begin(self, point):
         limit_s = self.limit_of(point) if self.limit_of else None
@@ -62,7 +63,7 @@ class Journal(object):
 
 def read(path):
     """What a journal holds (a Record): a line cut short by a kill is left out."""
-    pid, planned, columns, rows, begun = None, [], {}, [], []
+    pid, planned, columns, rows, begun, mode_columns = None, [], {}, [], [], {}
     try:
         with open(path) as handle:
             lines = handle.read().splitlines()
@@ -75,12 +76,13 @@ def read(path):
             continue
         if "pid" in record:
             pid, columns = record["pid"], record.get("columns") or {}
+            mode_columns = record.get("mode_columns") or {}
             planned = [tuple(point) for point in record.get("planned") or []]
         elif "begin" in record:
             begun.append((tuple(record["begin"]), record["at"], record.get("limit_s")))
         elif "row" in record:
             rows.append(record["row"])
-    return Record(pid, planned, columns, rows, begun)
+    return Record(pid, planned, columns, rows, begun, mode_columns)
 
 
 def running(record):
@@ -136,7 +138,11 @@ def lost_row(record, point, status, timed_out_after_s=None, limit_s=None, out_of
     another signal (named), else ``error`` with the exit status."""
     row = contract.empty_row()
     row.update((name, value) for name, value in record.columns.items() if name in row)
-    row.update(batch_size=point[0], seq_len=point[1], method=point[2])
+    row.update(batch_size=point[0], seq_len=point[1], method=point[2],
+               process_modes=record.columns.get("mode"))
+    if len(point) > 3 and point[3]:
+        row["mode"] = point[3]
+        row.update(record.mode_columns.get(point[3]) or {})
     if timed_out_after_s is not None:
         row["status"] = "timeout"
         row["message"] = ("stopped after %.0f s, past the point's time limit of %.0f s (config "

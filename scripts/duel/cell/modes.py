@@ -81,6 +81,33 @@ def differences(listed, registry=MODES):
     return lines
 
 
+# Modes that share a measuring process are named together, joined by this: "eager+function".
+TOGETHER = "+"
+# The kinds whose modes of one framework run in one process, points interleaved: the model is
+# built in that process for each of them. A deployed mode loads its artifact, or runs in
+# another runtime, and keeps a process of its own.
+SHARE_A_PROCESS = IN_PYTHON
+
+
+def process_groups(framework, names, registry=MODES):
+    """``names`` (modes of ``framework``, in config order) as the groups that share a process:
+    every mode of a kind in SHARE_A_PROCESS together, each other mode alone."""
+    kinds = dict((mode.name, mode.kind) for mode in registry if mode.framework == framework)
+    shared = tuple(name for name in names if kinds.get(name) in SHARE_A_PROCESS)
+    groups = [shared] if shared else []
+    return groups + [(name,) for name in names if name not in shared]
+
+
+def joined(names):
+    """('eager', 'function') -> 'eager+function': a process's modes as one name."""
+    return TOGETHER.join(names)
+
+
+def members(mode):
+    """'eager+function' -> ['eager', 'function']; a single mode -> [mode]."""
+    return mode.split(TOGETHER)
+
+
 def problems(registry=MODES, artifact_formats=ARTIFACT_FORMATS):
     """What makes a registry inconsistent, a line each; empty for a sound one."""
     lines, seen = [], set()

@@ -1,7 +1,10 @@
-"""One cell's sweep: every point (batch size x sequence length x method), smallest first.
+"""One process's sweep: every point (batch size x sequence length x method x mode), smallest
+first, the modes of a point side by side.
 
-The model is built once per cell; each point then gets its input, is timed, and has its peak host
-memory measured. A point that fails becomes a row with its status (``oom``, ``error``) and the
+A process measures one framework's model in one or more modes (modes.process_groups); the model
+is built once per mode; each point then gets its input, is timed, and has its peak host memory
+measured. Within a point the modes take turns going first, so slow drift in the process meets
+each of them alike. A point that fails becomes a row with its status (``oom``, ``error``) and the
 error text, and the sweep goes on; a point whose length exceeds the model's maximum is a
 ``skipped`` row with the reason. Nothing measured is dropped.
 """
@@ -16,19 +19,26 @@ import numpy as np
 from . import conditions, contract, flops, models, reference, timing
 from .memory import PeakRssProbe
 
-Point = namedtuple("Point", "batch_size seq_len method")
+Point = namedtuple("Point", "batch_size seq_len method mode")
+Point.__new__.__defaults__ = (None,)
 
 CellSpec = contract.Cell  # the cell's identity (contract.CELL_KEYS)
 
 
-def plan_points(batch_sizes, sequence_lengths, methods):
-    """Points in the 2019 order: batch size, then length, both ascending; methods within."""
-    return [
-        Point(batch, length, method)
-        for batch in sorted(set(batch_sizes))
-        for length in sorted(set(sequence_lengths))
-        for method in methods
-    ]
+def plan_points(batch_sizes, sequence_lengths, methods, modes=(None,), turn=0):
+    """Points in the 2019 order: batch size, then length, both ascending; methods within, and
+    the modes of each within those, the mode that goes first turning from one size to the next
+    (starting at ``turn``: a process's replicate number, so that processes differ too)."""
+    sizes = [(batch, length) for batch in sorted(set(batch_sizes))
+             for length in sorted(set(sequence_lengths))]
+    modes = list(modes)
+    points = []
+    for index, (batch, length) in enumerate(sizes):
+        first = (index + turn) % len(modes)
+        for method in methods:
+            points += [Point(batch, length, method, mode)
+                       for mode in modes[first:] + modes[:first]]
+    return points
 
 
 def token_ids(spec, batch_size, seq_len, seed):
@@ -139,24 +149,46 @@ SweepSettings = namedtuple("SweepSettings",
 SweepSettings.__new__.__defaults__ = (None, 0.0)
 
 
-def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr, started=None,
-              progress=None, judge=None, journal=None):
-    """Build the model once, then run every point; returns one contract row per point and
-    measurement. ``started``: when the process started (time.time()), for each row's
-    ``startup_s``; ``progress``: a stream that gets each point's line too (the run's console);
-    ``judge`` (conditions.Judge): marks each row as it is measured, and a disturbed point is
-    measured again at once, ``judge.limits.remeasures`` times at most; ``journal``
-    (journal.Journal): told of each point as it begins and of each row as it is measured."""
-    build_error = None
-    unsupported = adapter.unsupported_reason(spec)
-    try:
-        if not unsupported:
-            adapter.build(spec, settings.seed, settings.reference_dir)
-    except Exception as error:  # a cell whose model cannot be built still reports every point
-        traceback.print_exc(file=log)
-        build_error = "model build failed: " + contract.error_line(error)
+def build(adapters, spec, settings, log):
+    """Build each adapter's model, one model for the modes that would build alike
+    (``build_alike``): {mode: (why its points are skipped, why they fail)}, each None."""
+    built, models_built = {}, {}
+    for mode, adapter in adapters.items():
+        unsupported, failed = adapter.unsupported_reason(spec), None
+        alike = adapter.build_alike()
+        try:
+            if unsupported:
+                pass
+            elif alike is not None and alike in models_built:
+                adapter.adopt(models_built[alike])
+            else:
+                adapter.build(spec, settings.seed, settings.reference_dir)
+                if alike is not None:
+                    models_built[alike] = adapter.model
+        except Exception as error:  # a mode whose model cannot be built reports every point
+            traceback.print_exc(file=log)
+            failed = "model build failed: " + contract.error_line(error)
+        built[mode] = (unsupported, failed)
+    return built
+
+
+def run_sweep(adapters, spec, cell, points, settings, environment, log=sys.stderr, started=None,
+              progress=None, judge=None, journal=None, mode_columns=None):
+    """Build each mode's model once, then run every point; returns one contract row per point
+    and measurement. ``adapters``: {mode: adapter} (or one adapter, for ``cell.mode``); a point
+    whose mode is None is the cell's. ``started``: when the process started (time.time()), for
+    each row's ``startup_s``; ``progress``: a stream that gets each point's line too (the run's
+    console); ``judge`` (conditions.Judge): marks each row as it is measured, and a disturbed
+    point is measured again at once, ``judge.limits.remeasures`` times at most; ``journal``
+    (journal.Journal): told of each point as it begins and of each row as it is measured;
+    ``mode_columns``: {mode: columns} its rows get beside ``environment``."""
+    if not isinstance(adapters, dict):
+        adapters = {cell.mode: adapters}
+    points = [point if point.mode else point._replace(mode=cell.mode) for point in points]
+    built = build(adapters, spec, settings, log)
     startup_s = time.time() - started if started is not None else None
-    if judge is not None and not (unsupported or build_error):
+    if judge is not None and any(not (unsupported or error)
+                                 for unsupported, error in built.values()):
         judge.calibrate()
     remeasures = judge.limits.remeasures if judge is not None else 0
     # what a process-point costs beyond its own calls: its share of the process's start-up
@@ -168,8 +200,9 @@ def run_sweep(adapter, spec, cell, points, settings, environment, log=sys.stderr
         for remeasure in range(1 + remeasures):
             if journal is not None:
                 journal.begin(point)
-            row = point_row(adapter, spec, cell, point, settings, environment, log,
-                            unsupported, build_error)
+            row = point_row(adapters[point.mode], spec, cell, point, settings,
+                            dict(environment, **(mode_columns or {}).get(point.mode, {})),
+                            log, *built[point.mode])
             row.update(startup_s=startup_s, remeasure=remeasure)
             reason = judge(row) if judge is not None else None
             say(point_line(row), log, progress)
@@ -186,7 +219,8 @@ def point_row(adapter, spec, cell, point, settings, environment, log, unsupporte
     row = contract.empty_row()
     row.update(environment)
     row.update(cell._asdict())
-    row.update(point._asdict())
+    row.update(point._asdict())  # the point's mode, one of the process's
+    row["process_modes"] = cell.mode
     row["flops"] = flops.point_flops(spec, cell.task, point.batch_size, point.seq_len)
     limit = spec.max_sequence_length
     if unsupported:

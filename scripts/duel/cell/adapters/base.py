@@ -139,6 +139,20 @@ class Adapter(object):
         build ``spec``'s model from its architecture with weights seeded by ``seed``."""
         raise NotImplementedError
 
+    def build_alike(self):
+        """What besides the spec and weights decides the model ``build`` makes: the modes of one
+        process with equal keys share one model (sweep.build), so the process holds it once, as
+        a process of one mode would; None: never shared (training changes its model's weights)."""
+        if self.task == "training":
+            return None
+        return (self.framework, self.device, self.precision, self.task)
+
+    def adopt(self, model):
+        """Take ``model``, built by another mode's adapter of this process with the same
+        ``build_alike``, as ``build`` would have left it."""
+        self.model = model
+        self.fresh = True
+
     def to_numpy(self, tensor):
         """A framework tensor as a numpy array (for the output check)."""
         raise NotImplementedError

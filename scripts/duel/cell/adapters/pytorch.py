@@ -114,6 +114,14 @@ class PyTorchAdapter(Adapter):
         self._compiled = None  # compiled per point (begin_point)
         self.fresh = True
 
+    def build_alike(self):
+        alike = Adapter.build_alike(self)  # torchscript builds with a config flag of its own
+        return alike and alike + (self.mode == "torchscript",)
+
+    def adopt(self, model):
+        Adapter.adopt(self, model)
+        self._compiled = None
+
     def begin_point(self):
         if self.mode != "compile":
             return

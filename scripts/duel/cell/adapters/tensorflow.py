@@ -117,6 +117,10 @@ class TensorFlowAdapter(Adapter):
         self._functions = {}
         self.fresh = True
 
+    def adopt(self, model):
+        Adapter.adopt(self, model)
+        self._functions = {}
+
     def inputs(self, token_ids):
         return tf.constant(token_ids, dtype=tf.int32)
 

@@ -1,8 +1,9 @@
 """Run one benchmark cell and write its Parquet shard.
 
-A cell is one era x device x framework x mode x task x model; it sweeps every batch size x
-sequence length x timing method inside one fresh process (imports and the model build are paid
-once). That process judges each point as it measures it (conditions.Judge: the host's steal
+A job measures one era x device x framework x task x model in one or more modes (``--mode
+eager+function``: the modes that share a process, duel/cell/modes.py); it sweeps every batch
+size x sequence length x timing method x mode inside one fresh process (imports and the model
+build are paid once), and each row is its mode's. That process judges each point as it measures it (conditions.Judge: the host's steal
 time, other processes on its CPUs, the canary against its own spread on this host) and measures
 a disturbed point again at once, ``--remeasures`` times at most; a point still disturbed runs
 again in another fresh process, ``--attempts`` processes at most, while the run's budget of
@@ -29,12 +30,14 @@ import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+from collections import OrderedDict  # noqa: E402
 
 
 from duel.cell.adapters.deployed import is_deployed  # noqa: E402
 from duel.cell import contract  # noqa: E402
 from duel.cell.contract import METHODS, RENAMED_METHODS, method_name  # noqa: E402
-from duel.cell.modes import DEPLOYED, DEPLOYED_CPP, by_framework, frameworks, mode_names  # noqa: E402
+from duel.cell.modes import (DEPLOYED, DEPLOYED_CPP, by_framework, frameworks, members,  # noqa: E402
+                             mode_names, process_groups)
 from duel.cell.process import positive_ints, prepare_process  # noqa: E402
 
 
@@ -44,16 +47,26 @@ def names(text):
 
 
 def point_list(text):
-    """'1x8:duel,2x64:timeit' -> {(1, 8, 'duel'), (2, 64, 'timeit')} (an argparse type)."""
+    """'1x8:duel,function:2x64:timeit' -> {(1, 8, 'duel', None), (2, 64, 'timeit', 'function')}
+    (an argparse type): a point without a mode is every mode's."""
     points = set()
     for part in names(text):
         try:
-            size, method = part.split(":")
+            words = part.split(":")
+            mode = words.pop(0) if len(words) == 3 else None
+            size, method = words
             batch, length = size.split("x")
-            points.add((int(batch), int(length), method_name(method)))
+            points.add((int(batch), int(length), method_name(method), mode))
         except ValueError:
-            raise argparse.ArgumentTypeError("expected BATCHxLENGTH:METHOD, got %r" % part)
+            raise argparse.ArgumentTypeError("expected [MODE:]BATCHxLENGTH:METHOD, got %r"
+                                             % part)
     return points
+
+
+def point_word(point):
+    """A point (sweep.Point) as point_list reads it: 'function:2x64:timeit'."""
+    word = "%dx%d:%s" % tuple(point[:3])
+    return "%s:%s" % (point[3], word) if len(point) > 3 and point[3] else word
 
 
 def parse_args(argv=None):
@@ -63,8 +76,10 @@ def parse_args(argv=None):
     cell.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                       help="cuda: the first GPU (a cpu cell hides every GPU from the frameworks)")
     cell.add_argument("--framework", required=True, choices=frameworks())
-    cell.add_argument("--mode", default="eager", help="; ".join(
-        "%s: %s" % (framework, ", ".join(names)) for framework, names in by_framework().items()))
+    cell.add_argument("--mode", default="eager", help="one mode, or modes that share a process "
+                      "joined by '+' (eager+function); " + "; ".join(
+                          "%s: %s" % (framework, ", ".join(names))
+                          for framework, names in by_framework().items()))
     cell.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                       help="fp16/bf16: mixed precision (autocast, Keras policies)")
     cell.add_argument("--tf32", default="off", choices=["on", "off"],
@@ -152,13 +167,23 @@ def parse_args(argv=None):
                            help="measure in this process as attempt N and write its rows (the "
                                 "job's own processes are started with it)")
     grid.add_argument("--points", type=point_list, default=None,
-                      help="only these points of the grid, e.g. 1x8:duel,2x64:duel (a "
-                           "settling round measures only its cell's open verdicts' points)")
+                      help="only these points of the grid, e.g. 1x8:duel,function:2x64:duel (a "
+                           "point without a mode is every mode's; a settling round measures "
+                           "only its open verdicts' points)")
     parser.add_argument("--progress-fd", type=int, default=None,
                         help="an open file descriptor that gets a line per finished point too "
                              "(the workflow's console), besides standard error")
     parser.add_argument("--output", required=True, help="the Parquet shard to write")
     args = parser.parse_args(argv)
+    args.modes = members(args.mode)
+    known = mode_names(args.framework)
+    unknown = [mode for mode in args.modes if mode not in known]
+    if unknown:
+        parser.error("unknown %s mode %s (modes: %s)" % (args.framework, ", ".join(unknown),
+                                                          ", ".join(known)))
+    if len(args.modes) > 1 and [tuple(args.modes)] != process_groups(args.framework, args.modes):
+        parser.error("modes %s do not share a process (duel/cell/modes.py process_groups)"
+                     % args.mode)
     if is_deployed(args.mode) and not args.artifact_dir:
         parser.error("mode %s needs --artifact-dir" % args.mode)
     for method in args.methods:
@@ -171,9 +196,12 @@ def parse_args(argv=None):
     return args
 
 
-def settings_digest(args, spec):
-    """SHA-256 of everything that determines this cell's numbers (not where they are written)."""
-    settings = dict(vars(args))
+def settings_digest(args, spec, mode):
+    """SHA-256 of everything that determines the numbers of ``mode`` (not where they are
+    written, nor which modes share its process): a mode measured beside others has the digest
+    it has alone."""
+    settings = dict(vars(args), mode=mode)
+    settings.pop("modes")
     # not what the numbers depend on
     for where in ("output", "reference_dir", "replicate", "artifact_dir", "runner_build",
                   "attempt", "points", "fresh_processes", "point_time_limit"):
@@ -208,7 +236,7 @@ def attempt_command(argv, attempt, points, output):
     command = [sys.executable, "-m", "duel.cell.commands.run_cell"] + kept
     command += ["--attempt", str(attempt), "--output", output]
     if points:
-        command += ["--points", ",".join("%dx%d:%s" % point for point in sorted(points))]
+        command += ["--points", ",".join(sorted(point_word(point) for point in points))]
     return command
 
 
@@ -347,22 +375,23 @@ def measure(args):
     from duel.cell import journal, shard, sweep, timing
     from duel.cell.adapters import load_adapter
 
-    adapter = load_adapter(args.framework, args.mode)(
-        args.mode, args.device, args.precision, threads, args.task, tf32=args.tf32 == "on"
-    )
+    adapters = OrderedDict(
+        (mode, load_adapter(args.framework, mode)(mode, args.device, args.precision, threads,
+                                                  args.task, tf32=args.tf32 == "on"))
+        for mode in args.modes)
     if is_deployed(args.mode):
-        adapter.attach(args.artifact_dir, args.runner_build)
+        adapters[args.mode].attach(args.artifact_dir, args.runner_build)
     columns = environment.host_columns(
         threads=threads,
         runner=args.runner,
         image=args.image,
         image_digest=args.image_digest,
-        config_sha256=settings_digest(args, spec),
+        config_sha256=settings_digest(args, spec, args.modes[0]),
         seed=args.seed,
         started_at=started_at,
     )
     columns.update(bound)
-    columns.update(adapter.environment())
+    columns.update(adapters[args.modes[0]].environment())
     columns.update(environment.lock_columns(args.era, args.device, args.accept_drift,
                                             lock=args.lock_file))
     settings = sweep.SweepSettings(
@@ -379,18 +408,23 @@ def measure(args):
         args.era, args.device, args.framework, args.mode, args.precision, args.task, spec.name,
         args.replicate,
     )
-    points = sweep.plan_points(args.batch_sizes, args.sequence_lengths, args.methods)
+    points = sweep.plan_points(args.batch_sizes, args.sequence_lengths, args.methods,
+                               args.modes, turn=args.replicate - 1)
     if args.points:
-        points = [point for point in points if tuple(point) in args.points]
+        points = [point for point in points
+                  if tuple(point) in args.points or tuple(point[:3]) + (None,) in args.points]
     columns["attempt"] = args.attempt
     progress = None
     if progress_fds(args):
         progress = os.fdopen(args.progress_fd, "w", 1)
+    # each mode's settings, as it has them alone
+    mode_columns = dict((mode, {"config_sha256": settings_digest(args, spec, mode)})
+                        for mode in args.modes)
     record = journal.Journal(journal.path_of(args.output), points, dict(columns, **cell._asdict()),
-                             point_limit(args, spec, threads, settings))
-    rows = sweep.run_sweep(adapter, spec, cell, points, settings, columns, started=STARTED,
+                             point_limit(args, spec, threads, settings), mode_columns)
+    rows = sweep.run_sweep(adapters, spec, cell, points, settings, columns, started=STARTED,
                            progress=progress, judge=conditions.Judge(job_limits(args)),
-                           journal=record)
+                           journal=record, mode_columns=mode_columns)
     shard.write_shard(rows, args.output)
     record.close()
     return 0

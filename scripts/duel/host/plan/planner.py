@@ -17,7 +17,7 @@ import sys
 
 import yaml
 
-from duel.cell import contract, flops, models
+from duel.cell import contract, flops, models, modes
 
 from duel.host.plan import deployment, layout
 from duel.host.stacks import eras as era_envs
@@ -391,7 +391,8 @@ def check_modes(frameworks, modes):
 
 
 def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
-    """Every cell of the config, in a stable order; raises PlanError for what cannot run.
+    """Every cell of the config (a process each: the modes that share one, modes.process_groups,
+    in one cell), in a stable order; raises PlanError for what cannot run.
 
     Devices are checked per job (check_devices): whether a job runs here or on a cluster node
     is known only then. ``apptainer_enabled``: Snakemake runs with ``--sdm apptainer`` (needed
@@ -411,13 +412,14 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
         check_runner(config, checkout, apptainer_enabled)
     check_plan_size(count_plan(config), config.get("max_jobs", DEFAULT_MAX_JOBS))
     return [
-        Cell(era, device, framework, mode, precision, task, model, replicate)
+        Cell(era, device, framework, modes.joined(group), precision, task, model, replicate)
         for replicate in range(1, processes_per_cell(config) + 1)
         for era in config["eras"]
         for device in config["devices"]
         for framework in config["frameworks"]
-        for mode in config["modes"][framework]
-        if not era_envs.lacks(checkout, era, framework, mode, device)
+        for group in modes.process_groups(framework, [
+            mode for mode in config["modes"][framework]
+            if not era_envs.lacks(checkout, era, framework, mode, device)])
         for precision in config.get("precisions", ["fp32"])
         for task in config.get("tasks", ["inference"])
         for model in config["models"]

@@ -60,6 +60,14 @@ def reference_seconds(results_dir):
     return total
 
 
+def as_processes(frame):
+    """``frame`` with each row's ``mode`` replaced by the modes its process measured
+    (``process_modes``), so that a process, and its job, is one key however many modes it ran."""
+    if "process_modes" not in frame.columns:
+        return frame
+    return frame.assign(mode=frame["process_modes"].fillna(frame["mode"]))
+
+
 def parts(frame, references_s=0.0, run_s=None):
     """The breakdown of the long table ``frame`` (every row of every shard): a frame with
     ``part``, ``seconds`` and ``share`` (of the run's wall time where known, else of the parts'
@@ -67,9 +75,10 @@ def parts(frame, references_s=0.0, run_s=None):
     timed = sum(_timed_s(row) for _, row in frame.iterrows())
     first = frame["first_call_ms"].fillna(0).astype(float).sum() / 1000.0
     in_points = frame["point_wall_s"].fillna(0).astype(float).sum()
-    processes = frame.drop_duplicates(PROCESS)
+    by_process = as_processes(frame)
+    processes = by_process.drop_duplicates(PROCESS)
     startup = processes["startup_s"].fillna(0).astype(float).sum()
-    jobs = frame.drop_duplicates(list(contract.CELL_KEYS))
+    jobs = by_process.drop_duplicates(list(contract.CELL_KEYS))
     job_wall = jobs["job_wall_s"].fillna(0).astype(float).sum()
     rows = [("timed samples", timed), ("first calls", first),
             ("inside points, untimed", max(0.0, in_points - timed - first)),

@@ -31,7 +31,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from duel.cell import contract
+from duel.cell import contract, modes
 
 from duel.host.tables import variance
 from duel.host.verdicts import pairs, statistics
@@ -175,33 +175,47 @@ def read(path):
         return json.load(handle)
 
 
+PROCESS_KEYS = [name for name in contract.CELL_KEYS if name not in ("mode", "replicate")]
+
+
 def extra_cells(record):
     """(Cell, points) for every extra process the plan ``record`` asks for: a cell's process r
     measures the points planned for r processes or more (a record without ``processes``: all
-    of them, up to max_replicates)."""
-    cells = []
+    of them, up to max_replicates). The modes that share a process (modes.process_groups) are
+    one cell, whose points name their mode ('function:1x8:duel')."""
+    wanted = {}
     for entry in record["cells"]:
-        keys = dict((name, entry[name]) for name in contract.CELL_KEYS if name != "replicate")
         planned = entry.get("processes") or dict(
             (point, record["max_replicates"]) for point in entry["points"])
         for replicate in range(record["replicates"] + 1, max(planned.values()) + 1):
             points = [point for point in entry["points"] if planned[point] >= replicate]
-            cells.append((contract.Cell(replicate=replicate, **keys), points))
+            key = tuple(entry[name] for name in PROCESS_KEYS) + (replicate,)
+            wanted.setdefault(key, []).append((entry["mode"], points))
+    cells = []
+    for key in sorted(wanted, key=lambda key: (key[-1],) + key[:-1]):
+        keys = dict(zip(PROCESS_KEYS, key[:-1]), replicate=key[-1])
+        by_mode = dict(wanted[key])
+        for group in modes.process_groups(keys["framework"], [mode for mode, _ in wanted[key]]):
+            points = by_mode[group[0]] if len(group) == 1 else [
+                "%s:%s" % (mode, point) for mode in group for point in by_mode[mode]]
+            cells.append((contract.Cell(mode=modes.joined(group), **keys), points))
     return cells
 
 
 def cell_arguments(record, cell):
     """run_cell's arguments for the settling process ``cell`` (a contract.Cell): its points and,
-    where the first rounds measured one, its cell's noise ratio; None where the plan has no
-    such process."""
+    where the first rounds measured one, its modes' noise ratio (the largest: never fewer
+    samples than a mode of it would take alone); None where the plan has no such process."""
     for extra, points in extra_cells(record):
         if extra == cell:
-            entry = next(entry for entry in record["cells"] if all(
-                str(entry[name]) == str(getattr(cell, name))
-                for name in contract.CELL_KEYS if name != "replicate"))
+            ratios = [entry["noise_ratio"] for entry in record["cells"]
+                      if entry["mode"] in modes.members(cell.mode)
+                      and entry.get("noise_ratio") is not None
+                      and all(str(entry[name]) == str(getattr(cell, name))
+                              for name in PROCESS_KEYS)]
             found = ["--points", ",".join(points)]
-            if entry.get("noise_ratio") is not None:
-                found += ["--noise-ratio", "%.6g" % entry["noise_ratio"]]
+            if ratios:
+                found += ["--noise-ratio", "%.6g" % max(ratios)]
             return found
     return None
 

@@ -11,7 +11,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
-from duel.cell import models
+from duel.cell import models, modes
 from duel.cell.adapters import deployed
 from duel.host.plan import deployment, layout, planner, resources
 from duel.host.stacks import eras, images
@@ -36,6 +36,11 @@ def joined(values):
 def device_of(wildcards):
     """The job's device; jobs without one (the shared reference) run on the CPU."""
     return getattr(wildcards, "device", "cpu")
+
+
+def modes_of(wildcards):
+    """The modes a job's process measures; a reference's: its own."""
+    return modes.members(getattr(wildcards, "mode", "eager"))
 
 
 def task_of(wildcards):
@@ -297,9 +302,12 @@ class Jobs:
             raise WorkflowError(str(error))
 
     def cell_mem_mb(self, wildcards):
+        """A cell's memory: its model's for each of its process's modes (at most: modes that
+        build alike share one model)."""
         batch_sizes, sequence_lengths = planner.task_grid(self.config, task_of(wildcards))
-        return planner.estimate_mem_mb(self._spec(wildcards), max(batch_sizes),
-                                       max(sequence_lengths), task_of(wildcards) == "training")
+        return planner.estimate_mem_mb(
+            self._spec(wildcards), max(batch_sizes), max(sequence_lengths),
+            task_of(wildcards) == "training") * len(modes_of(wildcards))
 
     def reference_mem_mb(self, wildcards):
         """A reference or an export holds both frameworks' copies of the model: twice a cell's."""
@@ -313,7 +321,8 @@ class Jobs:
         return resources.cell_runtime_min(
             self._spec(wildcards), batch_sizes, sequence_lengths, self.methods, config["duel"],
             config["timeit"], threads, task=wildcards.task,
-            measurements=disturbance["attempts"] * (1 + disturbance["remeasures"]))
+            measurements=disturbance["attempts"] * (1 + disturbance["remeasures"])
+            * len(modes_of(wildcards)))
 
     def reference_runtime_min(self, wildcards, threads):
         return resources.reference_runtime_min(self._spec(wildcards),

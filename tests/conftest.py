@@ -53,9 +53,9 @@ def snakemake(workdir, *args, timeout=1200, check=True, env=None):
 
 
 def shard_file(workdir, framework, mode, model, era="current", replicate=1):
-    """Where the workflow wrote the shard of a cpu fp32 inference cell's ``mode`` under
-    ``workdir``: its process's, which may have measured other modes beside it (eager+function);
-    where none was written, the path a process of that mode alone would have."""
+    """Where the workflow wrote the shard of a cpu fp32 inference cell's ``mode`` (or modes,
+    'eager+function') under ``workdir``: its process's, which may have measured other modes
+    beside it; where none was written, the path a process of ``mode`` would have."""
     from duel.cell import modes
     from duel.host.plan import planner
 
@@ -66,7 +66,7 @@ def shard_file(workdir, framework, mode, model, era="current", replicate=1):
     for found in glob.glob(path("*")):
         folder = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.dirname(found)))))
-        if mode in modes.members(folder):
+        if mode == folder or mode in modes.members(folder):
             return found
     return path(mode)
 

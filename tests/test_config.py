@@ -223,15 +223,16 @@ def test_the_plan_is_counted_without_building_it():
     config = {}
     plan_as_common_smk([], config_out=config)
     size = planner.count_plan(dict(config, replicates=10 ** 9))
-    assert (size.cells, size.jobs, size.references) == (9, 9 * 10 ** 9 + 3, 3)
-    assert size.points == 9 * 10 ** 9 * 2 * 3
-    with pytest.raises(planner.PlanError, match="this config makes 9000000003 jobs"):
+    # 3 models x 2 processes (PyTorch eager; TensorFlow eager and function side by side)
+    assert (size.cells, size.jobs, size.references) == (6, 6 * 10 ** 9 + 3, 3)
+    assert size.points == 9 * 10 ** 9 * 2 * 3  # every mode's points
+    with pytest.raises(planner.PlanError, match="this config makes 6000000003 jobs"):
         planner.check_plan_size(size, 5000)
-    # The default grid: 9 cells x at most 6 processes (3, then settling rounds) + 3 references.
-    planner.check_plan_size(planner.count_plan(config), 57)
-    with pytest.raises(planner.PlanError, match="this config makes 57 jobs"):
-        planner.check_plan_size(planner.count_plan(config), 56)
+    # The default grid: 6 cells x at most 6 processes (3, then settling rounds) + 3 references.
+    planner.check_plan_size(planner.count_plan(config), 39)
+    with pytest.raises(planner.PlanError, match="this config makes 39 jobs"):
+        planner.check_plan_size(planner.count_plan(config), 38)
     without = dict(config, max_replicates=None)  # no settling: the first rounds alone
-    planner.check_plan_size(planner.count_plan(without), 30)
-    with pytest.raises(planner.PlanError, match="this config makes 30 jobs"):
-        planner.check_plan_size(planner.count_plan(without), 29)
+    planner.check_plan_size(planner.count_plan(without), 21)
+    with pytest.raises(planner.PlanError, match="this config makes 21 jobs"):
+        planner.check_plan_size(planner.count_plan(without), 20)

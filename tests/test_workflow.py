@@ -17,7 +17,9 @@ from duel.cell import contract, locks
 
 pytestmark = pytest.mark.workflow
 
-CELLS = [("pytorch", "eager"), ("tensorflow", "eager"), ("tensorflow", "function")]
+# The grid's processes: TensorFlow's eager and function side by side in one (modes.py).
+CELLS = [("pytorch", "eager"), ("tensorflow", "eager+function")]
+MODES = 3
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +46,16 @@ def test_every_cell_wrote_a_shard_with_the_contract(run):
         for model in ("distilbert-base-uncased", "tiny-bert-16pos"):
             table = pq.read_table(shard_file(workdir, framework, mode, model))
             assert table.schema.equals(contract.SCHEMA)
-            assert table.num_rows == 2 * 3 * 2  # batch sizes x lengths x methods
+            # batch sizes x lengths x methods x the process's modes, each row its mode's
+            assert sorted(set(table.column("mode").to_pylist())) == sorted(mode.split("+"))
+            assert table.num_rows == 2 * 3 * 2 * len(mode.split("+"))
+            assert set(table.column("process_modes").to_pylist()) == {mode}
 
 
 def test_points_have_real_numbers_statuses_and_environment(run):
     workdir, _, _ = run
     rows = pq.read_table(os.path.join(str(workdir), "results", "summary.parquet")).to_pylist()
-    assert len(rows) == len(CELLS) * 2 * 12
+    assert len(rows) == MODES * 2 * 12
     by = lambda **k: [r for r in rows if all(r[key] == value for key, value in k.items())]
     for row in by(model="distilbert-base-uncased", seq_len=8):
         assert row["status"] == "ok", row["message"]
@@ -153,7 +158,7 @@ def test_spreadsheet_matches_the_shards(run):
     assert sheet[2] == ["model", "1x8", "1x32", "1x600", "2x8", "2x32", "2x600"]
     shard = pq.read_table(shard_file(workdir, "tensorflow", "function", "distilbert-base-uncased"))
     medians = {(r["batch_size"], r["seq_len"]): r["median"] for r in shard.to_pylist()
-               if r["method"] == "duel"}
+               if r["method"] == "duel" and r["mode"] == "function"}
     distilbert = next(row for row in sheet if row[0] == "distilbert-base-uncased")
     assert distilbert[1:] == [medians[(1, 8)] / 1000.0, medians[(1, 32)] / 1000.0, "N/A",
                               medians[(2, 8)] / 1000.0, medians[(2, 32)] / 1000.0, "N/A"]
@@ -222,8 +227,8 @@ def test_the_run_has_its_charts_statistics_and_report(run):
 def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
     """SIGKILL the whole run while its second cell runs; the rerun keeps the first shard.
 
-    Steps: the shared reference, three cells, the merge, statistics, charts, environment, the
-    target.
+    Steps: the shared reference, two cells (TensorFlow's modes share one), the merge,
+    statistics, charts, environment, the target.
     """
     config = write_config(tmp_path, models_dir=models_dir, models=["tiny-bert-16pos"],
                           batch_sizes=[1], sequence_lengths=[8], method="duel", **QUICK)
@@ -238,7 +243,7 @@ def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
         deadline = time.time() + 300
         while time.time() < deadline:
             with open(log_path) as log:
-                if "2 of 9 steps (22%) done" in log.read():
+                if "2 of 8 steps (25%) done" in log.read():
                     break
             time.sleep(0.2)
         else:
@@ -259,7 +264,7 @@ def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):
     assert os.stat(finished[0]).st_mtime_ns == mtime, result.stderr[-3000:]
     with open(finished[0], "rb") as handle:
         assert handle.read() == content
-    assert "run_cell 2" in " ".join(result.stderr.split())  # only the two unfinished cells
+    assert "run_cell 1" in " ".join(result.stderr.split())  # only the unfinished cell
     assert all(os.path.exists(path) for path in shards)
     assert os.path.exists(os.path.join(str(tmp_path), "results", "summary.xlsx"))
 

@@ -531,14 +531,17 @@ PlanSize = collections.namedtuple("PlanSize", "cells replicates jobs references 
 
 
 def count_plan(config):
-    """Jobs and points a config makes at most, counted before any cell or job exists: cells x
-    max_replicates, one reference per era, model and kind of weights, one export per deployed
-    artifact, and every point (batch sizes x lengths x methods) of every cell process."""
-    modes = [mode for framework in config["frameworks"]
-             for mode in config["modes"].get(framework, [])]
+    """Jobs and points a config makes at most, counted before any cell or job exists: cells (a
+    process each, modes.process_groups) x max_replicates, one reference per era, model and kind
+    of weights, one export per deployed artifact, and every point (batch sizes x lengths x
+    methods x modes) of every cell process."""
+    listed = [config["modes"].get(framework, []) for framework in config["frameworks"]]
+    processes = sum(len(modes.process_groups(framework, names))
+                    for framework, names in zip(config["frameworks"], listed))
     tasks = config.get("tasks", ["inference"])
-    per_task = len(config["eras"]) * len(config["devices"]) * len(modes) * \
+    per_mode = len(config["eras"]) * len(config["devices"]) * \
         len(config.get("precisions", ["fp32"])) * len(config["models"])
+    per_task = per_mode * sum(len(names) for names in listed)
     replicates = max_replicates(config)  # at most: settling rounds measure only open points
     methods = len(as_list(config.get("method", ["duel"])))
     points = 0
@@ -548,7 +551,7 @@ def count_plan(config):
     references = len(config["eras"]) * len(config["models"]) * len(set(tasks))
     exports = len(config["eras"]) * len(config["devices"]) * \
         len(deployment.artifact_formats(config)) * len(config["models"])
-    cells = per_task * len(tasks)
+    cells = per_mode * processes * len(tasks)
     jobs = cells * replicates + references + exports
     return PlanSize(cells, replicates, jobs, references, exports, points)
 

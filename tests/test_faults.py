@@ -273,7 +273,7 @@ def test_a_disk_that_fills_mid_run_fails_the_job_and_the_rerun_keeps_finished_sh
     for path, content in kept.items():
         assert read(path) == content, path
     assert len(finished_shards(workdir)) == 2
-    assert planned_jobs(resumed)["run_cell"] == "2"
+    assert planned_jobs(resumed)["run_cell"] == "1"  # the cell the full disk stopped
 
 
 def test_a_run_its_disk_cannot_hold_is_refused_with_both_figures(small_disk, tmp_path):

@@ -189,6 +189,9 @@ class MarksEvery(object):
         self.seen += 1
         return "steal" if self.seen % self.nth == 0 else None
 
+    def keep_all(self):
+        self.kept_all = True
+
 
 def test_a_marked_sample_is_kept_apart_and_replaced():
     settings = SIZED._replace(noise_ratio=0.0, min_samples=6)
@@ -204,6 +207,16 @@ def test_max_samples_counts_marked_samples_too():
     settings = SIZED._replace(noise_ratio=0.0, min_samples=50, max_samples=10)
     measurement = timing.time_duel(busy_wait(0.2), settings=settings, watch=MarksEvery(2))
     assert len(measurement.samples_ms) + len(measurement.marked_ms) == 10
+
+
+def test_a_point_short_of_clean_samples_at_its_bound_counts_them_all():
+    """Two clean samples of every three at most 6 samples: fewer than the 5 it needs, so its
+    figure has all 6, and it is judged on all of them (its watch keeps all)."""
+    settings = SIZED._replace(noise_ratio=0.0, min_samples=5, max_samples=6)
+    watch = MarksEvery(3)
+    measurement = timing.time_duel(busy_wait(0.2), settings=settings, watch=watch)
+    assert len(measurement.samples_ms) == 6 and measurement.marked_ms == []
+    assert watch.kept_all
 
 
 def test_every_sample_marked_still_gives_a_figure():

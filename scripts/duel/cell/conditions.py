@@ -208,6 +208,7 @@ class SampleWatch(object):
         self.tick_ms = TICK_MS
         self.margin_ms = self.tick_ms * max(1, len(self.cpus))
         self.kept_steal_ms = self._kept_other_ms = 0.0
+        self._all_steal_ms = self._all_other_ms = 0.0
         self._ticks = self._own = None
 
     def start(self):
@@ -224,6 +225,8 @@ class SampleWatch(object):
         # sum over the kept samples is unbiased only if no sample's share is cut at zero
         other = (ticks[0] - self._ticks[0]) * self.tick_ms - (own - self._own) * 1000.0
         reason = sample_mark(steal, other, wall_ms, self.threads, self.margin_ms, self.limits)
+        self._all_steal_ms += steal
+        self._all_other_ms += other
         if reason is None:
             self.kept_steal_ms += steal
             self._kept_other_ms += other
@@ -232,6 +235,11 @@ class SampleWatch(object):
     @property
     def kept_other_ms(self):
         return max(0.0, self._kept_other_ms)
+
+    def keep_all(self):
+        """Count every sample as kept (a point that could not get enough clean ones is measured
+        on all of them, and judged on all of them)."""
+        self.kept_steal_ms, self._kept_other_ms = self._all_steal_ms, self._all_other_ms
 
 
 def sample_mark(steal_ms, other_ms, wall_ms, threads, margin_ms, limits):

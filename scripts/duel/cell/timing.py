@@ -114,6 +114,7 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
     samples than planned if a single call is that slow; ``n_samples`` tells how many).
     ``watch`` (conditions.SampleWatch): each sample is judged by what else used its CPUs, and
     a marked one is kept apart (``marked_ms``) and replaced; without one every sample counts.
+    A point that reaches a bound with fewer than ``min_samples`` clean samples counts them all.
     At least one warm-up call whatever ``warmup_calls`` says (the config refuses 0): the first
     call of a shape traces or compiles, and that is never a sample. After it, warm-up calls go on
     up to ``warmup_calls`` in all, or until those after the first have taken ``warmup_time_s``
@@ -131,7 +132,7 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
         synchronise()
         done += 1
     point_cost_s = clock() - began + overhead_s
-    samples, marked, wanted = [], [], None
+    samples, marked, wanted, every = [], [], None, []
     with gc_paused({}) as collector:
         started = clock()
         while True:
@@ -142,6 +143,7 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
             synchronise()
             after = clock()
             sample_ms = (after - before) * 1000.0
+            every.append(sample_ms)
             if watch is not None and watch.stop(sample_ms) is not None:
                 marked.append(sample_ms)
             else:
@@ -154,8 +156,11 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
             if enough or len(samples) + len(marked) >= settings.max_samples or \
                     elapsed >= settings.max_time_s:
                 break
-    if not samples:  # every sample marked: the figure has only those
-        samples, marked = marked, []
+    if marked and len(samples) < settings.min_samples:
+        # too few clean samples within the bounds: the figure has them all, and the point is
+        # judged on all of them (conditions.disturbance)
+        samples, marked = every, []
+        watch.keep_all()
     return Measurement(
         samples, float(np.mean(samples)), done, None, None, first_call_ms,
         collector.get("collections", 0), marked, wanted, point_cost_s,

@@ -157,12 +157,15 @@ def _disturbed_note(count):
 
 
 def settle_lines(frame, results_dir=layout.RESULTS):
-    """What the settling rounds did, when the merged ``frame`` holds their processes (a plan
-    left by an earlier run is not this run's)."""
+    """What the settling rounds did, when the merged ``frame`` holds the processes the plan
+    asked for, also when every open point stopped as futile (a plan left by an earlier run is
+    not this run's)."""
     path = os.path.join(results_dir, layout.OPEN_POINTS)
     if not os.path.exists(path):
         return []
     record = settle.read(path)
-    if not (frame["replicate"].astype(int) > record["replicates"]).any():
+    planned = max([cell.replicate for cell, _ in settle.extra_cells(record)]
+                  or [record["replicates"]])
+    if frame["replicate"].astype(int).max() != planned:
         return []
     return settle.lines(record)

@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from duel.cell import contract, modes
 
@@ -64,10 +65,6 @@ def open_points(points, min_effect):
     return ratios[chosen].reset_index(drop=True)
 
 
-def _normal_below(value):
-    return 0.5 * (1.0 + math.erf(value / math.sqrt(2.0)))
-
-
 def chance_to_decide(log_ratio, spread, now, count, min_effect):
     """The chance that a point with ``now`` processes a side, whose log ratio is ``log_ratio``
     and whose processes' pairs spread by ``spread`` (a standard deviation of the log ratio of
@@ -75,16 +72,16 @@ def chance_to_decide(log_ratio, spread, now, count, min_effect):
     ratio the truth: the final ratio's estimate moves by the new processes' share
     (conditional power)."""
     edge = math.log(1.0 + min_effect)
-    half = statistics.t_975(2 * count - 2) * spread / math.sqrt(count)
+    half = float(statistics.t_quantile(2 * count - 2)) * spread / math.sqrt(count)
     moves = spread * math.sqrt(count - now) / count
     if moves <= 0:
         return 0.0
-    beyond = (_normal_below((log_ratio - edge - half) / moves)
-              + _normal_below((-edge - half - log_ratio) / moves))
+    beyond = (norm.cdf((log_ratio - edge - half) / moves)
+              + norm.cdf((-edge - half - log_ratio) / moves))
     inside = 0.0
     if edge > half:
-        inside = (_normal_below((edge - half - log_ratio) / moves)
-                  - _normal_below((half - edge - log_ratio) / moves))
+        inside = (norm.cdf((edge - half - log_ratio) / moves)
+                  - norm.cdf((half - edge - log_ratio) / moves))
     return beyond + inside
 
 
@@ -98,7 +95,7 @@ def needed(row, max_replicates, min_effect):
         return None
     log_ratio = math.log(row["ratio"])
     spread = (math.log(row["ci_high"] / row["ci_low"]) / 2.0
-              / statistics.t_975(2 * now - 2) * math.sqrt(now))
+              / float(statistics.t_quantile(2 * now - 2)) * math.sqrt(now))
     for count in range(now + 1, int(max_replicates) + 1):
         if chance_to_decide(log_ratio, spread, now, count, min_effect) >= 0.5:
             return count

@@ -148,11 +148,6 @@ def t_quantile(df, confidence=CONFIDENCE):
     return scipy.stats.t.ppf(0.5 + confidence / 2.0, np.asarray(df, dtype=np.float64))
 
 
-def t_975(df):
-    """t_quantile at 95% (t's 97.5% quantile), for callers that fix the level."""
-    return float(t_quantile(df, 0.95))
-
-
 def replicate_figures(series, statistic):
     """Each replicate's own figure (its median or mean) from its samples."""
     function = STATISTICS[statistic]

@@ -67,17 +67,16 @@ def test_a_measuring_process_killed_mid_sweep_keeps_its_points_and_the_rest_run_
 
 @pytest.mark.framework
 def test_a_process_of_two_modes_killed_mid_sweep_keeps_each_modes_points(tmp_path):
-    """Two modes in one process, their points side by side (the mode going first turns with
-    the length): the kill loses only the point it hit, and a fresh process measures the rest
-    of both modes."""
+    """Two modes in one process, one after the other (eager first): the kill loses only the
+    point it hit, and a fresh process measures the rest of both modes."""
     process, output = start_cell(tmp_path, mode="eager+torchscript", lengths=[2, 4, 8])
     os.kill(measuring_third_point(output, process), signal.SIGKILL)
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr[-3000:]
     rows = pq.read_table(output).to_pylist()
     assert [(row["seq_len"], row["mode"], row["status"], row["attempt"]) for row in rows] == [
-        (2, "eager", "ok", 1), (2, "torchscript", "ok", 1), (4, "torchscript", "killed", 1),
-        (4, "eager", "ok", 2), (8, "eager", "ok", 2), (8, "torchscript", "ok", 2)]
+        (2, "eager", "ok", 1), (4, "eager", "ok", 1), (8, "eager", "killed", 1),
+        (2, "torchscript", "ok", 2), (4, "torchscript", "ok", 2), (8, "torchscript", "ok", 2)]
     assert all(row["counted"] and row["process_modes"] == "eager+torchscript" for row in rows)
     assert "3 point(s) left" in stderr
     digests = set((row["mode"], row["config_sha256"]) for row in rows)
@@ -205,3 +204,16 @@ def test_a_point_the_kernel_kills_for_memory_becomes_an_oom_row_and_the_rest_sta
         assert "OOM killer" in rows[1]["message"]
     finally:
         os.rmdir(folder)
+
+
+@pytest.mark.unit
+def test_a_fresh_process_gets_the_points_left_each_with_its_mode():
+    from duel.cell.commands import run_cell
+
+    assert run_cell.point_list("1x8:duel,function:2x64:timeit") == {
+        (1, 8, "duel", None), (2, 64, "timeit", "function")}
+    command = run_cell.attempt_command(
+        ["--mode", "eager+function", "--points", "1x8:duel", "--output", "x"], 2,
+        {(2, 64, "duel", "function"), (1, 8, "duel", "eager")}, "y")
+    assert command[-6:] == ["--attempt", "2", "--output", "y", "--points",
+                            "eager:1x8:duel,function:2x64:duel"]

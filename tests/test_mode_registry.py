@@ -93,3 +93,13 @@ def test_a_deployed_mode_runs_the_graph_of_its_loader_and_of_the_mode_it_was_exp
     assert modes.same_graph_in_python(deployed["savedcpp"]) == ("savedpy", "function")
     assert modes.same_graph_in_python(
         deployed["jitcpp"], without("pytorch", "jitpy")) == ("torchscript",)
+
+
+def test_the_eager_modes_and_one_graph_mode_share_a_process_eager_first():
+    assert modes.process_groups("tensorflow", ["function", "eager"]) == [("eager", "function")]
+    assert modes.process_groups("pytorch", ["compile", "eager", "torchscript", "jitcpp"]) == [
+        ("eager", "compile"), ("torchscript",), ("jitcpp",)]
+    assert modes.process_groups("tensorflow", ["savedpy", "xla"]) == [("xla",), ("savedpy",)]
+    assert modes.joined(("eager", "function")) == "eager+function"
+    assert modes.members("eager+function") == ["eager", "function"]
+    assert modes.members("eager") == ["eager"]

@@ -96,6 +96,24 @@ def test_the_plan_sends_each_decidable_open_point_to_both_of_its_cells_and_nothi
 
 
 @pytest.mark.unit
+def test_the_open_points_of_modes_that_share_a_process_run_in_one():
+    """TensorFlow eager and function share a process: a settling round measures both modes'
+    open points there, each point naming its mode, with the larger noise ratio of the two."""
+    def cell(mode, points, processes, ratio):
+        return dict(era="current", device="cpu", framework="tensorflow", mode=mode,
+                    precision="fp32", task="inference", model="m", points=points,
+                    processes=dict((point, processes) for point in points), noise_ratio=ratio)
+    record = {"replicates": 3, "max_replicates": 6, "cells": [
+        cell("eager", ["1x8:duel"], 4, 0.5), cell("function", ["2x8:duel"], 5, 2.0)]}
+    extra = [(cell.mode, cell.replicate, points) for cell, points in settle.extra_cells(record)]
+    assert extra == [("eager+function", 4, ["eager:1x8:duel", "function:2x8:duel"]),
+                     ("function", 5, ["2x8:duel"])]
+    first = settle.extra_cells(record)[0][0]
+    assert settle.cell_arguments(record, first) == [
+        "--points", "eager:1x8:duel,function:2x8:duel", "--noise-ratio", "2"]
+
+
+@pytest.mark.unit
 def test_a_point_gets_the_processes_that_make_a_decision_likely_and_none_when_futile():
     def point(ratio, low, high, processes=3):
         return {"ratio": ratio, "ci_low": low, "ci_high": high, "replicates_pt": processes,

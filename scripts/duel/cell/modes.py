@@ -83,17 +83,17 @@ def differences(listed, registry=MODES):
 
 # Modes that share a measuring process are named together, joined by this: "eager+function".
 TOGETHER = "+"
-# The kinds whose modes of one framework run in one process, points interleaved: the model is
-# built in that process for each of them. A deployed mode loads its artifact, or runs in
-# another runtime, and keeps a process of its own.
-SHARE_A_PROCESS = IN_PYTHON
-
-
+# A framework's eager modes and one graph mode share a process, measured one mode after the
+# other with the graph mode last: an eager mode leaves nothing behind, a graph mode its traces,
+# which would sit under a later mode's peak memory (benchmarks/together.py measured it). Another
+# graph mode, and a deployed mode (its artifact, or another runtime), has a process of its own.
 def process_groups(framework, names, registry=MODES):
     """``names`` (modes of ``framework``, in config order) as the groups that share a process:
-    every mode of a kind in SHARE_A_PROCESS together, each other mode alone."""
+    the eager modes and the first graph mode, in that order; each other mode alone."""
     kinds = dict((mode.name, mode.kind) for mode in registry if mode.framework == framework)
-    shared = tuple(name for name in names if kinds.get(name) in SHARE_A_PROCESS)
+    eager = [name for name in names if kinds.get(name) == EAGER]
+    graphs = [name for name in names if kinds.get(name) == GRAPH]
+    shared = tuple(eager + graphs[:1])
     groups = [shared] if shared else []
     return groups + [(name,) for name in names if name not in shared]
 

@@ -1,10 +1,9 @@
-"""One process's sweep: every point (batch size x sequence length x method x mode), smallest
-first, the modes of a point side by side.
+"""One process's sweep: every point (batch size x sequence length x method), smallest first,
+for each of its modes in turn.
 
 A process measures one framework's model in one or more modes (modes.process_groups); the model
-is built once per mode; each point then gets its input, is timed, and has its peak host memory
-measured. Within a point the modes take turns going first, so slow drift in the process meets
-each of them alike. A point that fails becomes a row with its status (``oom``, ``error``) and the
+is built once for the modes that build it alike; each point then gets its input, is timed, and
+has its peak host memory measured. A point that fails becomes a row with its status (``oom``, ``error``) and the
 error text, and the sweep goes on; a point whose length exceeds the model's maximum is a
 ``skipped`` row with the reason. Nothing measured is dropped.
 """
@@ -25,20 +24,18 @@ Point.__new__.__defaults__ = (None,)
 CellSpec = contract.Cell  # the cell's identity (contract.CELL_KEYS)
 
 
-def plan_points(batch_sizes, sequence_lengths, methods, modes=(None,), turn=0):
-    """Points in the 2019 order: batch size, then length, both ascending; methods within, and
-    the modes of each within those, the mode that goes first turning from one size to the next
-    (starting at ``turn``: a process's replicate number, so that processes differ too)."""
-    sizes = [(batch, length) for batch in sorted(set(batch_sizes))
-             for length in sorted(set(sequence_lengths))]
-    modes = list(modes)
-    points = []
-    for index, (batch, length) in enumerate(sizes):
-        first = (index + turn) % len(modes)
-        for method in methods:
-            points += [Point(batch, length, method, mode)
-                       for mode in modes[first:] + modes[:first]]
-    return points
+def plan_points(batch_sizes, sequence_lengths, methods, modes=(None,)):
+    """Points in the 2019 order: batch size, then length, both ascending; methods within. With
+    several modes, each mode's points one after the other, in the process's order (modes.py
+    process_groups: eager before graph modes), never interleaved: a graph mode's traces stay
+    resident and would sit under the next mode's peak memory."""
+    return [
+        Point(batch, length, method, mode)
+        for mode in modes
+        for batch in sorted(set(batch_sizes))
+        for length in sorted(set(sequence_lengths))
+        for method in methods
+    ]
 
 
 def token_ids(spec, batch_size, seq_len, seed):

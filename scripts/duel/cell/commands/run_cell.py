@@ -2,8 +2,8 @@
 
 A job measures one era x device x framework x task x model in one or more modes (``--mode
 eager+function``: the modes that share a process, duel/cell/modes.py); it sweeps every batch
-size x sequence length x timing method x mode inside one fresh process (imports and the model
-build are paid once), and each row is its mode's. That process judges each point as it measures it (conditions.Judge: the host's steal
+size x sequence length x timing method of each mode in turn inside one fresh process (imports
+and the model build are paid once), and each row is its mode's. That process judges each point as it measures it (conditions.Judge: the host's steal
 time, other processes on its CPUs, the canary against its own spread on this host) and measures
 a disturbed point again at once, ``--remeasures`` times at most; a point still disturbed runs
 again in another fresh process, ``--attempts`` processes at most, while the run's budget of
@@ -409,7 +409,7 @@ def measure(args):
         args.replicate,
     )
     points = sweep.plan_points(args.batch_sizes, args.sequence_lengths, args.methods,
-                               args.modes, turn=args.replicate - 1)
+                               args.modes)
     if args.points:
         points = [point for point in points
                   if tuple(point) in args.points or tuple(point[:3]) + (None,) in args.points]

@@ -20,8 +20,8 @@ then reports, from the two merged tables alone:
 - per run, where its time went (tables/breakdown.py) and the share of it that produced reported
   figures, the points run again or left disturbed, the host's steal time and the canary;
 - compare_runs from run A to run B (an A/A pair should show no change, equivalent or
-  undecided, at nearly every point and exit 0): with the machine band as it is (the run's canary and each point's), with
-  the run's canary alone, and without a band.
+  undecided, at nearly every point and exit 0): with the machine band as it is (the run's
+  canary and each point's), with the run's canary alone, and without a band.
 
 ``--neighbour ON OFF`` disturbs run B on purpose: a busy loop on the last CPU the cells use, busy
 for ON seconds of every ON + OFF (a noisy neighbour that comes and goes, as on a shared host).

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -103,16 +104,21 @@ def finished_shards(workdir):
 @pytest.fixture(scope="module")
 def interrupted_run(tmp_path_factory, models_folder):
     """A run with Ctrl-C (SIGINT to its process group) while a cell runs after the first cell
-    finished, and a second run started in the same folder meanwhile; then the same command
-    again. Returns (workdir, second run, what was on disk after the interrupt, resumed run)."""
+    finished, and second runs started in the same folder meanwhile (as it is and with
+    --rerun-incomplete); then the same command again. Returns (workdir, second runs, what
+    was on disk after the interrupt, resumed run)."""
     workdir = tmp_path_factory.mktemp("interrupted")
     config = tiny_config(workdir, models_folder)
     process, log_path = start(workdir, config)
     try:
         wait_for(lambda: os.path.exists(os.path.join(
             str(workdir), "results", "logs", "reference")), "the reference job's start")
-        second = snakemake(workdir, "--cores", "all", "--configfile", config, check=False,
-                           timeout=120)
+        # The same command while a job runs meets that job's incomplete marker or the lock;
+        # with --rerun-incomplete, as Snakemake then advises, it must meet the lock.
+        with ThreadPoolExecutor(2) as pool:
+            second = list(pool.map(lambda extra: snakemake(
+                workdir, "--cores", "all", *extra, "--configfile", config, check=False,
+                timeout=120), ([], ["--rerun-incomplete"])))
         wait_for(lambda: steps_done(log_path, 2), "the first cell's end")
         time.sleep(1.0)  # the next cell is running now
         kept = finished_shards(workdir)
@@ -129,9 +135,13 @@ def interrupted_run(tmp_path_factory, models_folder):
 
 
 def test_a_second_run_in_the_same_folder_is_refused_by_snakemakes_lock(interrupted_run):
-    _, _, second, _, _, _ = interrupted_run
-    assert second.returncode != 0
-    assert "Directory cannot be locked" in second.stderr, second.stderr[-2000:]
+    _, _, (same, rerun_incomplete), _, _, _ = interrupted_run
+    assert same.returncode != 0
+    assert "Directory cannot be locked" in same.stderr or \
+        "Incomplete files:\nresults/reference/" in same.stderr, same.stderr[-2000:]
+    assert rerun_incomplete.returncode != 0
+    assert "Directory cannot be locked" in rerun_incomplete.stderr, \
+        rerun_incomplete.stderr[-2000:]
 
 
 def test_ctrl_c_keeps_finished_shards_and_the_same_command_resumes(interrupted_run):

@@ -12,11 +12,14 @@ import pytest
 
 from conftest import DUEL, REPO, SCRIPTS
 from duel.cell import contract
+from duel.host.cli import main
 from duel.host.render import outcome
 
 pytestmark = pytest.mark.unit
 
-SUBCOMMANDS = ["show", "compare", "rebuild", "lock", "image", "image build", "image run"]
+# Every subcommand, and every one's own subcommands: the command's own table (cli/main.py).
+SUBCOMMANDS = list(main.SUBCOMMANDS) + ["image build", "image run", "store add", "store rm",
+                                        "store check", "store sql"]
 
 
 def duel(*arguments, cwd=None):
@@ -43,7 +46,7 @@ def finished_run(folder, failed=False):
 def test_duel_help_lists_every_subcommand_and_the_exit_codes():
     result = duel("--help")
     assert result.returncode == 0, result.stderr
-    for name in ("show", "compare", "rebuild", "lock", "image"):
+    for name in main.SUBCOMMANDS:
         assert re.search(r"^\s+%s\s" % name, result.stdout, flags=re.M), name
     for code in "0123":
         assert re.search(r"^\s+%s\s+\w" % code, result.stdout, flags=re.M), code

@@ -173,6 +173,22 @@ def test_the_version_1_store_opens_and_answers(tmp_path):
 
 
 @pytest.mark.unit
+def test_an_index_without_todays_columns_is_made_again_from_the_runs(tmp_path):
+    """An index written before a column was indexed covers the same files: it is still made
+    again, so that an add never extends an index of other columns."""
+    store = str(tmp_path / "store-v1")
+    shutil.copytree(V1, store)
+    whole = archive.index_table(store)
+    archive._write_index(store, whole.drop_columns([whole.schema.names[-1]]))
+    assert archive.index_table(store).schema.equals(archive.INDEX_SCHEMA)
+    ingest.add_folder(store, results_folder(tmp_path / "c", "20260103T000000Z-3", DAY % 3))
+    index = archive.index_table(store)
+    assert index.schema.equals(archive.INDEX_SCHEMA)
+    assert sorted(set(index.column("run_id").to_pylist())) == [
+        "20260101T000000Z-101", "20260102T000000Z-102", "20260103T000000Z-3"]
+
+
+@pytest.mark.unit
 def test_a_run_whose_points_stayed_disturbed_is_stored_listed_and_left_out_of_trends(tmp_path):
     store = str(tmp_path / "store")
     # Three quiet runs, then two at twice the time whose every point stayed disturbed.

@@ -57,7 +57,12 @@ def add(subparsers):
          "duel store rm 20261203T081549Z-node1-3765", "duel store check --fix",
          "duel store sql \"SELECT * FROM runs\""])
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    adding = actions.add_parser("add", help="add the runs of a results folder")
+    not_a_store = "a folder that is not a store"
+    adding = command.add(
+        actions, "add", "Add the runs of a results folder (made anywhere) to the store.",
+        {command.FINE: None, command.BAD_INPUT: "bad input: a corrupt or half-written run (its "
+                                                "file named), " + not_a_store},
+        ["duel store add results", "duel store add /scratch/cluster-run --machine a100-node"])
     adding.add_argument("folder", metavar="DIR", help="a results folder, or the folder holding it")
     adding.add_argument("--machine", type=command.name, default=None,
                         help="the machine's name in the store (default: the run's own, else "
@@ -67,19 +72,27 @@ def add(subparsers):
                              "mistyped path)")
     adding.add_argument("--restore", metavar="RUN", action="append", default=[],
                         help="add this run although duel store rm took it out (repeatable)")
-    removing = actions.add_parser("rm", help="remove a run from the store")
+    removing = command.add(
+        actions, "rm", "Remove a run from the store and from every history.",
+        {command.FINE: None, command.BAD_INPUT: "bad input: a run id not in the store, "
+                                                + not_a_store},
+        ["duel store rm 20261203T081549Z-node1-3765"])
     removing.add_argument("run_id", metavar="RUN", help="a run id (duel runs lists them)")
-    checking = actions.add_parser("check", help="read every file; name (and set aside) the "
-                                                "runs that cannot be read")
+    checking = command.add(
+        actions, "check", "Read every file; name (and set aside) the runs that cannot be read.",
+        {command.FINE: None, command.FINDING: "damaged runs found (set aside with --fix: 0)",
+         command.BAD_INPUT: "bad input: " + not_a_store},
+        ["duel store check", "duel store check --fix"])
     checking.add_argument("--fix", action="store_true",
                           help="set the damaged runs aside (set-aside/ in the store)")
-    asking = actions.add_parser("sql", help="run a SQL query over the views runs, points and "
-                                            "figures")
+    asking = command.add(
+        actions, "sql", "Run a SQL query over the views runs, points and figures.",
+        {command.FINE: None, command.BAD_INPUT: "bad input: a query that fails, " + not_a_store},
+        ["duel store sql \"SELECT machine, count(*) FROM runs GROUP BY machine\""])
     asking.add_argument("sql", metavar="QUERY")
     asking.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     for action in (adding, removing, checking, asking):
         store_option(action)
-        action.set_defaults(parser=action)
     parser.set_defaults(func=run)
 
 

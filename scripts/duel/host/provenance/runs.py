@@ -1,13 +1,13 @@
 """Run manifests: everything needed to run an invocation of the workflow again.
 
 Each real run (not a dry run, not a job re-parsing the workflow on a cluster node) writes one
-folder ``results/runs/<start time>-<pid>/`` from the main Snakemake process: ``manifest.json``
-when it starts (status ``running``) and again when it ends (status ``success`` or ``error``, end
-time, the shards it wrote), and ``diff.patch`` beside it when the checkout had uncommitted
-changes. The manifest holds the resolved config (after --configfile/--config merging), the git
-commit, the lock and installed-set hashes of every era environment, the images of container
-runners, Snakemake's version and command line, the machine, and the text of every config file
-and model architecture file the run read. ``duel rebuild`` reads it back.
+folder ``results/runs/<start time>-<host>-<pid>/`` (new_run_id) from the main Snakemake process:
+``manifest.json`` when it starts (status ``running``) and again when it ends (status ``success``
+or ``error``, end time, the shards it wrote), and ``diff.patch`` beside it when the checkout had
+uncommitted changes. The manifest holds the resolved config (after --configfile/--config
+merging), the git commit, the lock and installed-set hashes of every era environment, the images
+of container runners, Snakemake's version and command line, the machine, and the text of every
+config file and model architecture file the run read. ``duel rebuild`` reads it back.
 """
 import datetime
 import glob

@@ -88,8 +88,9 @@ def bounds(node):
 def type_text(node, schema):
     """The type of a key in a few words: ``list from (cpu, cuda)``, ``integer >= 1``."""
     node = resolved(node, schema)
-    if "oneOf" in node:
-        return ", or ".join(type_text(each, schema) for each in node["oneOf"])
+    for alternatives in ("oneOf", "anyOf"):
+        if alternatives in node:
+            return ", or ".join(type_text(each, schema) for each in node[alternatives])
     if "enum" in node:
         return "one of (%s)" % ", ".join(value_text(value) for value in node["enum"])
     kind = node.get("type")

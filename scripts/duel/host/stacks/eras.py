@@ -210,10 +210,6 @@ def find_python(version):
         % (version, variable, version, version, variable))
 
 
-def env_prefix(envs_dir, era, device):
-    return os.path.join(envs_dir, era, device)
-
-
 # What names a build made from a lock file (an era environment, a C/C++ runner): the first 12
 # hex digits of the lock's hash; LOCK_KEY_PATTERN is the rules' wildcard constraint for it.
 LOCK_KEY_PATTERN = "[0-9a-f]{12}"

@@ -306,10 +306,13 @@ def _indexed_parts(table):
 
 
 def _current_index(store):
-    """The index file's table where it matches the run folders, else None."""
+    """The index file's table where it matches the run folders and has today's columns, else
+    None (then it is made again from the runs' files)."""
     try:
         table = pq.read_table(os.path.join(store, INDEX))
     except (OSError, pa.ArrowException):
+        return None
+    if not table.schema.equals(INDEX_SCHEMA):
         return None
     return table if _indexed_parts(table) == _parts_on_disk(store) else None
 

@@ -49,7 +49,9 @@ if [[ "$installer" == uv ]]; then
   done < <(PYTHONPATH=scripts .venv/bin/python -m duel.host.stacks.pip_sources)
 fi
 
-# install PYTHON LOCK...: exactly the pins of the lock files, each file checked against its hash.
+# install PYTHON LOCK...: exactly the pins of the lock files, each file checked against its hash
+# (with uv, also the options in the array `extra`).
+extra=()
 install() {
   local target="$1"
   shift
@@ -57,18 +59,28 @@ install() {
   for lock in "$@"; do requirements+=(-r "$lock"); done
   if [[ "$installer" == uv ]]; then
     env "${uv_env[@]}" .venv/bin/uv pip install --quiet --python "$target" --require-hashes \
-      --no-deps --compile-bytecode "${uv_options[@]}" "${requirements[@]}"
+      --no-deps --compile-bytecode "${uv_options[@]}" "${extra[@]}" "${requirements[@]}"
   else
     "$target" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
       "${requirements[@]}"
   fi
 }
 
+# The CPU build of torch (a +cpu pin) is on PyTorch's own CPU index, not the default one: where
+# this machine's sources lack it, uv's torch backend knows that index.
 if ! install .venv/bin/python "${locks[@]}"; then
-  echo "setup.sh: installing ${locks[*]} failed. torch==2.13.0+cpu is not on the default index:" \
-    "it comes from PyTorch's CPU wheel index, which must be one of pip's sources (e.g." \
-    "PIP_EXTRA_INDEX_URL; README: Exact environments)" >&2
-  exit 1
+  if [[ "$installer" != uv ]]; then
+    echo "setup.sh: installing ${locks[*]} with pip failed; without --pip, uv finds the CPU" \
+      "build of torch on PyTorch's CPU index" >&2
+    exit 1
+  fi
+  echo "setup.sh: this machine's package sources lack a pin; again, with torch's CPU index" >&2
+  extra=(--torch-backend cpu)
+  if ! install .venv/bin/python "${locks[@]}"; then
+    echo "setup.sh: installing ${locks[*]} failed from this machine's package sources and" \
+      "from PyTorch's CPU index (uv's message above)" >&2
+    exit 1
+  fi
 fi
 "${pip[@]}" check > /dev/null
 # Duel itself (pyproject.toml), editable, built by the locked setuptools: .venv/bin/duel. Kept

@@ -109,6 +109,31 @@ def test_setup_installs_exactly_the_locks_and_passes_pip_check(tmp_path):
     assert check.returncode == 0, check.stdout
 
 
+@pytest.mark.install
+def test_set_up_with_pips_defaults_takes_torchs_cpu_build_from_its_own_index(tmp_path):
+    """A machine whose pip knows only the default index (no sources configured): the first
+    install cannot find the +cpu pin, and setup.sh asks uv's torch backend for it. Where
+    PyTorch's index answers, set-up completes; where it cannot be reached, both tries are named."""
+    checkout = copy_checkout(tmp_path)
+    environment = {name: value for name, value in os.environ.items()
+                   if not name.startswith(("PIP_", "UV_"))}
+    environment.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1",
+                       UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    result = subprocess.run(["bash", "scripts/setup.sh"], cwd=str(checkout), env=environment,
+                            capture_output=True, text=True, timeout=1800)
+    said = result.stderr.splitlines()
+    assert "setup.sh: this machine's package sources lack a pin; again, with torch's CPU " \
+        "index" in said, result.stderr[-4000:]
+    if result.returncode == 0:
+        venv = str(checkout / ".venv" / "bin" / "python")
+        assert installed_in(venv) == union("envs/current-cpu.txt", "envs/host.txt",
+                                           "envs/uv.txt")
+    else:
+        assert said[-1].startswith("setup.sh: installing envs/current-cpu.txt envs/host.txt "
+                                   "envs/uv.txt failed from this machine's package sources and "
+                                   "from PyTorch's CPU index"), result.stderr[-4000:]
+
+
 @pytest.mark.unit
 def test_a_lock_is_known_by_its_pins_not_its_comments(tmp_path):
     """A reworded header keeps the lock's identity (its environments, images and stored runs);

@@ -39,6 +39,7 @@ import yaml
 
 from duel.cell import files, locks
 from duel.cell.locks import lock_sha256
+from duel.host.stacks import pip_sources
 
 WORKFLOW_ENV_ERA = "current"
 WORKFLOW_ENV_DEVICE = "cpu"
@@ -301,6 +302,18 @@ def install(pip, lock, log):
     answer = subprocess.run(command, capture_output=True, text=True)
     log.write(answer.stdout + answer.stderr)
     log.flush()
+    uv = os.path.join(os.path.dirname(sys.executable), "uv")
+    if answer.returncode != 0 and os.path.exists(uv) and any(
+            version.endswith("+cpu") for _, version in lock_pins(lock)):
+        # A CPU build of torch is on PyTorch's own index, which uv's torch backend knows.
+        options, environment = pip_sources.uv_options(pip_sources.pip_settings(pip[0]))
+        command = [uv, "pip", "install", "--python", pip[0], "--no-deps", "--require-hashes",
+                   "--torch-backend", "cpu"] + options + ["-r", lock]
+        log.write("$ %s\n" % " ".join(command))
+        answer = subprocess.run(command, capture_output=True, text=True,
+                                env=dict(os.environ, **environment))
+        log.write(answer.stdout + answer.stderr)
+        log.flush()
     if answer.returncode != 0:
         missing = sorted(set(UNINSTALLABLE.findall(answer.stdout + answer.stderr)))
         if missing:

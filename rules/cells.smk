@@ -1,7 +1,8 @@
 # One job per cell: one process builds one model and sweeps its whole grid into one shard.
 # Before the cells of a model, one job makes the weights all its cells share and the PyTorch
 # eager outputs each point is checked against, and (task training) another makes the model with
-# its language-modelling head that training cells start from (scripts/duel/cell/reference.py).
+# its language-modelling head that training cells start from, and (task generation) another the
+# causal language model and its greedy tokens (scripts/duel/cell/reference.py).
 # All run in the era's image with runner docker (params.launch: duel/host/stacks/docker_run.py) or
 # apptainer (container:, under `snakemake --sdm apptainer`).
 
@@ -11,7 +12,8 @@ rule make_reference:
         model_config=JOBS.model_config,
         era_env=JOBS.era_env_marker,
     output:
-        # reference.json (the inference reference) or training.json (the training weights)
+        # reference.json (the inference reference), training.json (the training weights) or
+        # generation.json (the generation weights and tokens)
         manifest=layout.REFERENCE_PATTERN,
     log:
         layout.log("reference/{era}/{model}-{weights}.log"),
@@ -77,6 +79,7 @@ rule run_cell:
         seed=config["seed"],
         tf32="on" if config.get("tf32") else "off",
         learning_rate=config["training"]["learning_rate"],
+        new_tokens=config["generation"]["new_tokens"],
         duel=config["duel"],
         timeit=config["timeit"],
         disturbance=config["disturbance"],
@@ -98,7 +101,7 @@ rule run_cell:
         " --batch-sizes {params.grid[batch_sizes]:q}"
         " --sequence-lengths {params.grid[sequence_lengths]:q}"
         " --methods {params.methods:q} --seed {params.seed} --threads {threads}"
-        " --learning-rate {params.learning_rate}"
+        " --learning-rate {params.learning_rate} --new-tokens {params.new_tokens}"
         " --reference-dir {params.reference_dir:q}"
         " --warmup-calls {params.duel[warmup_calls]} --min-samples {params.duel[min_samples]}"
         " --min-time-s {params.duel[min_time_s]} --max-samples {params.duel[max_samples]}"

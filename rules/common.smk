@@ -65,7 +65,7 @@ wildcard_constraints:
     model="[A-Za-z0-9][A-Za-z0-9._-]*",
     replicate="[1-9][0-9]*",
     lock_key=eras.LOCK_KEY_PATTERN,
-    weights="reference|training",
+    weights="reference|training|generation",
     artifact="|".join(modes.ARTIFACT_FORMATS),
     runtime="libtorch|tensorflow",
 

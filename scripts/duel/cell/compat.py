@@ -28,6 +28,11 @@
   ("unordered_map::at"), and returns a key/value cache a trace cannot record; ``jit_trace``
   traces such a model with its causal mask given explicitly (a 4-D mask, which 4.x uses as it
   is: the same arithmetic, the same output) and no cache. 2.1.1 traces them as they are.
+- Generation: ``generate`` came to PyTorch models in transformers 2.3 and to TensorFlow's in 2.5
+  (``generation_unsupported`` asks the model's class); ``max_length`` / ``min_length`` (prompt plus new tokens) bound
+  it in every release that has it, where ``max_new_tokens`` came later (``generate_arguments``).
+  Encoder types (BERT, RoBERTa, ELECTRA) have a causal-LM class that is a decoder only with
+  ``is_decoder=True`` (``encoder_only``).
 
 transformers is imported on first use, not with this module: importing it imports the framework
 and (TensorFlow 2.0) initialises its runtime, after which thread pools can no longer be set.
@@ -54,13 +59,17 @@ _LEGACY_AUTO = {
 }
 # The Auto mappings that name a task's class, tried in order: the bare model (AutoModel) for
 # inference; for training the model with a language-modelling head, masked where the type has
-# one (AutoModelForMaskedLM), else causal (AutoModelForCausalLM), else 3.x's AutoModelWithLMHead.
-# TensorFlow's are the same names with "TF_" in front (TFAutoModel, ...).
+# one (AutoModelForMaskedLM), else causal (AutoModelForCausalLM), else 3.x's AutoModelWithLMHead;
+# for generation the causal one alone. TensorFlow's are the same names with "TF_" in front (TFAutoModel, ...).
 _AUTO_MAPPINGS = {
     "inference": ("MODEL_MAPPING",),
     "training": ("MODEL_FOR_MASKED_LM_MAPPING", "MODEL_FOR_CAUSAL_LM_MAPPING",
                  "MODEL_WITH_LM_HEAD_MAPPING"),
+    "generation": ("MODEL_FOR_CAUSAL_LM_MAPPING",),
 }
+# What a task's class is, in a message saying it is missing.
+_TASK_CLASSES = {"inference": "model", "training": "model with a language-modelling head",
+                 "generation": "model with a causal language-modelling head"}
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 # What 2.1.1 configs call the vocabulary size, where it is not ``vocab_size``.
 _LEGACY_VOCAB_KEYS = {"xlnet": "n_token", "transfo-xl": "n_token", "xlm": "n_words"}
@@ -148,9 +157,45 @@ def missing_class(model_type, framework, task):
     words, or None."""
     if auto_class_name(model_type, framework, task) is not None:
         return None
-    what = "model" if task == "inference" else "model with a language-modelling head"
+    what = _TASK_CLASSES[task]
     return ("transformers %s has no %s %s for model type %r" % (
         transformers_version(), FRAMEWORK_NAMES[framework], what, model_type))
+
+
+def encoder_only(model_type, architecture):
+    """Why ``model_type``'s causal-LM class is no decoder as ``architecture`` builds it, or None:
+    an encoder type's class (its ``__init__`` reads ``is_decoder``) attends both ways unless the
+    architecture sets ``is_decoder``, so its generate would not be causal decoding."""
+    name = auto_class_name(model_type, "pytorch", "generation")
+    if name is None or architecture.get("is_decoder"):
+        return None
+    try:
+        source = inspect.getsource(model_class(name).__init__)
+    except (TypeError, OSError):
+        return None
+    if "is_decoder" not in source:
+        return None
+    return ("model type %r is an encoder: its causal-LM class %s decodes only with "
+            "'is_decoder': true in its architecture" % (model_type, name))
+
+
+def generation_unsupported(model_type, framework):
+    """Why ``model_type``'s causal-LM class in ``framework`` has no ``generate`` in this
+    transformers, or None (None too where it has no such class: missing_class says so)."""
+    name = auto_class_name(model_type, framework, "generation")
+    if name is None or hasattr(model_class(name), "generate"):
+        return None
+    return "transformers %s has no generate for %s's %s" % (
+        transformers_version(), FRAMEWORK_NAMES[framework], name)
+
+
+def generate_arguments(prompt_length, new_tokens, pad_token_id):
+    """``generate``'s keywords for greedy decoding of exactly ``new_tokens`` tokens after a
+    prompt of ``prompt_length`` with the key/value cache on: the end-of-sequence token cannot
+    end it early (min_length = max_length masks it until then)."""
+    total = prompt_length + new_tokens
+    return dict(do_sample=False, num_beams=1, max_length=total, min_length=total,
+                use_cache=True, pad_token_id=pad_token_id)
 
 
 def unshared_classes(model_type, task):

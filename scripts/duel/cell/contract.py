@@ -114,6 +114,17 @@ TRAINING = [  # task training only (sweep.py): the loss on the point's batch aro
     ("train_steps", pa.int64()),  # optimiser steps the point took, warm-up included
     ("learning_rate", pa.float64()),
 ]
+GENERATION = [  # task generation only (sweep.py, timing.generation_split; docs/method.md)
+    ("new_tokens", pa.int64()),  # tokens each call generates after the prompt (samples: whole)
+    ("first_token_samples", pa.list_(pa.float64())),  # every one-token call, milliseconds
+    ("first_token_first_call_ms", pa.float64()),  # that call's untimed first call
+    ("first_token_ms", pa.float64()),  # time to first token: their median (the prefill)
+    ("per_token_ms", pa.float64()),  # time per output token after it (the decode)
+    ("tokens_per_s", pa.float64()),  # batch x new tokens / the whole call's median
+    ("tokens_agree", pa.int64()),  # leading tokens equal to PyTorch eager's in every row
+    ("token_margin", pa.float64()),  # its top-2 logit gap where they first differ (reference.py)
+    ("token_tolerance", pa.float64()),  # the gap within which a first divergence is rounding
+]
 DEPLOYMENT = [  # deployment modes only (adapters/deployed.py says how each is measured)
     ("artifact_bytes", pa.int64()),  # size on disk of the exported artifact the point ran
     ("export_s", pa.float64()),  # wall time of that artifact's export
@@ -183,8 +194,8 @@ ENVIRONMENT = [
     ("drift_accepted", pa.bool_()),
 ]
 
-COLUMNS = (IDENTITY + OUTCOME + ATTEMPT + TIMING + MEMORY + CHECK + TRAINING + GRAPH + DEPLOYMENT + WORK
-           + ENVIRONMENT)
+COLUMNS = (IDENTITY + OUTCOME + ATTEMPT + TIMING + MEMORY + CHECK + TRAINING + GENERATION + GRAPH
+           + DEPLOYMENT + WORK + ENVIRONMENT)
 SCHEMA = pa.schema([pa.field(name, kind) for name, kind in COLUMNS])
 NAMES = [name for name, _ in COLUMNS]
 

@@ -112,7 +112,9 @@ def training_flops(spec, batch, length):
 
 def point_flops(spec, task, batch, length):
     """The FLOPs of one call of a point: a forward pass (inference) or a training step; None
-    where not counted."""
+    where not counted (and for generation, whose steps are not counted here)."""
+    if task == "generation":
+        return None
     if task == "training":
         return training_flops(spec, batch, length)
     return forward_flops(spec, batch, length)

@@ -59,13 +59,19 @@ def vocab_size(spec):
 
 def class_name(spec, framework, task):
     """The transformers class of ``spec`` in ``framework`` for ``task`` (compat.auto_class_name:
-    the bare model for inference, with its language-modelling head for training)."""
+    the bare model for inference, with its language-modelling head for training, with its
+    causal one for generation)."""
     return compat.auto_class_name(spec.family, framework, task)
 
 
 def missing(spec, framework, task):
-    """Why this transformers cannot build ``spec`` in ``framework`` for ``task``, or None."""
-    return compat.missing_class(spec.family, framework, task)
+    """Why this transformers cannot build ``spec`` in ``framework`` for ``task``, or None (for
+    generation: a decoder with a ``generate``, compat.encoder_only and generation_unsupported)."""
+    reason = compat.missing_class(spec.family, framework, task)
+    if reason is None and task == "generation":
+        return (compat.generation_unsupported(spec.family, framework)
+                or compat.encoder_only(spec.family, spec.architecture))
+    return reason
 
 
 def build_pytorch(spec, task, seed, torchscript=False):

@@ -11,6 +11,15 @@ thing, and their times would not be comparable.
 
 Layout of the folder: ``pytorch/`` and ``tensorflow/`` (save_pretrained), ``length-<L>.npy``
 (float32, shape L x hidden), and ``reference.json`` written last (what was made, with versions).
+
+Generation has its own weights (the causal language model, ``pytorch-gen/``, ``tensorflow-gen/``)
+and reference (``generated-<L>.npz``: PyTorch eager's greedy tokens after the prompt of length L
+and, per step, the margin between its two largest logits), manifest ``generation.json``. Greedy
+decoding amplifies rounding: where two logits are nearly equal, PyTorch and TensorFlow may pick
+different tokens, and every token after the first divergence follows a different prefix. So a
+point's tokens agree up to a first divergence (``tokens_agree``), and a divergence is allowed only
+where the reference's top two logits lie within the fp32 tolerance of the output check
+(``token_judgement``): a near-tie broken by rounding, not another computation.
 """
 import gc
 import os
@@ -40,6 +49,15 @@ def max_abs_difference(hidden, reference):
     """Largest |hidden - reference| over every row of a batch (each row had the same input)."""
     return float(np.abs(np.asarray(hidden, dtype=np.float64) -
                         np.asarray(reference, dtype=np.float64)[None]).max())
+
+
+# The folder of a task's weights beside the reference (each framework's save_pretrained).
+TASK_WEIGHTS = {"inference": "", "training": "-lm", "generation": "-gen"}
+
+
+def weights_folder(folder, framework, task):
+    """Where ``framework``'s weights for ``task`` lie in a reference ``folder``."""
+    return os.path.join(folder, framework + TASK_WEIGHTS[task])
 
 
 def reference_path(folder, length):
@@ -142,6 +160,122 @@ def make_training_weights(spec, seed, folder, log=sys.stderr, started=None):
     return write_manifest(folder, "training.json", {"model": spec.name, "seed": seed,
                                                     "heads": heads},
                           ["pytorch-lm", "tensorflow-lm"], started)
+
+
+GENERATION_WEIGHTS = (weights_folder("", "pytorch", "generation"),
+                      weights_folder("", "tensorflow", "generation"))
+
+
+def generated_path(folder, length):
+    return os.path.join(folder, "generated-%d.npz" % length)
+
+
+def load_generated(folder, length):
+    """(tokens, margins, logit scale) of PyTorch eager's generation after a prompt of
+    ``length``, or None where the reference has none."""
+    path = generated_path(folder, length)
+    if not os.path.exists(path):
+        return None
+    stored = np.load(path)
+    return stored["tokens"], stored["margins"], float(stored["scale"])
+
+
+def greedy_steps(model, prompt, new_tokens):
+    """PyTorch's greedy generation of ``new_tokens`` after ``prompt`` (a 1 x L tensor), with each
+    step's scores: (tokens, top-1 minus top-2 logit per step, largest |logit|)."""
+    import torch
+
+    kwargs = compat.generate_arguments(prompt.shape[1], new_tokens,
+                                       pad_token(model.config))
+    with torch.no_grad():
+        output = model.generate(prompt, attention_mask=torch.ones_like(prompt),
+                                output_scores=True, return_dict_in_generate=True, **kwargs)
+    scores = torch.stack([step[0] for step in output.scores]).float()
+    finite = torch.where(torch.isfinite(scores), scores, torch.full_like(scores, -1e30))
+    top = torch.topk(finite, 2, dim=-1).values
+    tokens = output.sequences[0, prompt.shape[1]:].numpy().astype(np.int64)
+    scale = float(scores[torch.isfinite(scores)].abs().max())
+    return tokens, (top[:, 0] - top[:, 1]).numpy().astype(np.float64), scale
+
+
+def pad_token(config):
+    """The token generate pads with (a prompt here is never padded): the model's own, else its
+    end-of-sequence token, else 0; given, so that generate need not guess and warn."""
+    for name in ("pad_token_id", "eos_token_id"):
+        value = getattr(config, name, None)
+        if isinstance(value, int):
+            return value
+    return 0
+
+
+def make_generation_reference(spec, seed, lengths, new_tokens, folder, token_ids,
+                              log=sys.stderr, started=None):
+    """The causal language model, seeded, saved for both frameworks (GENERATION_WEIGHTS), and
+    PyTorch eager's greedy tokens for each prompt length (generated_path). Manifest
+    ``generation.json``, written last."""
+    import torch
+
+    skipped = unbuildable(spec, "generation", folder, "generation.json", log, started)
+    if skipped is not None:
+        return dict(skipped, lengths=[], failed={})
+    model = models.build_pytorch(spec, "generation", seed).eval()
+    pytorch_dir, tensorflow_dir = (os.path.join(folder, name) for name in GENERATION_WEIGHTS)
+    for path in (pytorch_dir, tensorflow_dir):
+        if not os.path.isdir(path):
+            os.makedirs(path)
+    model.save_pretrained(pytorch_dir)
+    made, failed = [], {}
+    for length in sorted(set(lengths)):
+        if spec.max_sequence_length is not None and length + new_tokens > spec.max_sequence_length:
+            continue
+        try:
+            tokens, margins, scale = greedy_steps(
+                model, torch.tensor(token_ids(spec, 1, length, seed)), new_tokens)
+            np.savez(generated_path(folder, length), tokens=tokens, margins=margins,
+                     scale=np.float64(scale))
+            made.append(length)
+        except Exception as error:  # the cells will report the same failure as their rows
+            traceback.print_exc(file=log)
+            failed[str(length)] = contract.error_line(error)
+    del model
+    gc.collect()
+    if _tensorflow(log) is not None:
+        with compat.random_init_skipped():
+            compat.model_class(models.class_name(spec, "tensorflow", "generation")).from_pretrained(
+                pytorch_dir, from_pt=True).save_pretrained(tensorflow_dir)
+    parts = list(GENERATION_WEIGHTS) + [os.path.basename(generated_path(folder, length))
+                                        for length in made]
+    return write_manifest(folder, "generation.json", {
+        "model": spec.name, "seed": seed, "new_tokens": new_tokens, "lengths": made,
+        "failed": failed}, parts, started)
+
+
+def token_judgement(generated, expected, precision="fp32"):
+    """A point's generated tokens (batch x new tokens; every row had the same prompt) against
+    the reference (load_generated): its token columns, and why they make the point an error
+    (None where they agree, or first diverge at a near-tie of the reference's logits)."""
+    tokens, margins, scale = expected
+    generated = np.asarray(generated)
+    count = min(generated.shape[1], len(tokens))
+    agree = count
+    for row in generated:
+        differ = np.nonzero(row[:count] != tokens[:count])[0]
+        if differ.size:
+            agree = min(agree, int(differ[0]))
+    columns = {"tokens_agree": agree, "token_margin": None,
+               "token_tolerance": tolerance(np.array([scale]), precision)}
+    if generated.shape[1] != len(tokens):
+        return columns, ("generated %d tokens where the reference has %d"
+                         % (generated.shape[1], len(tokens)))
+    if agree == count:
+        return columns, None
+    columns["token_margin"] = float(margins[agree])
+    if columns["token_margin"] <= columns["token_tolerance"]:
+        return columns, None
+    return columns, ("generated tokens differ from PyTorch eager's on the same weights and prompt "
+                     "from token %d of %d, where its top two logits are %.3g apart > tolerance "
+                     "%.3g" % (agree + 1, count, columns["token_margin"],
+                               columns["token_tolerance"]))
 
 
 def write_manifest(folder, name, manifest, parts, started=None):

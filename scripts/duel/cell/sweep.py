@@ -59,7 +59,9 @@ def check_output(adapter, call, method, reference_dir, seq_len):
 
 def measure(adapter, spec, point, settings):
     """Time one point and measure its peak host and device memory; returns those columns and
-    the call (inference) or the training columns (training)."""
+    the call (inference, generation: the whole generation) or the training columns (training).
+    Generation times two calls, each as any call is timed: one generating the first token
+    alone (the prefill) and one generating ``new_tokens`` (the point's samples)."""
     if adapter.task == "training" and not adapter.fresh:  # each point starts from the weights
         adapter.build(spec, settings.seed, settings.reference_dir)
     adapter.begin_point()
@@ -74,6 +76,9 @@ def measure(adapter, spec, point, settings):
         adapter.fresh = False
         loss_start = adapter.evaluation_loss(inputs)
         call = counted(adapter.training_step(inputs, settings.learning_rate))
+    elif adapter.task == "generation":
+        first_token = adapter.generate_call(inputs, 1)
+        call = adapter.generate_call(inputs, settings.new_tokens)
     else:
         call = adapter.call_for(point.method, inputs)
     setup_s = time.perf_counter() - prepared
@@ -83,10 +88,17 @@ def measure(adapter, spec, point, settings):
         elif adapter.times_itself:
             measurement = adapter.time_point(inputs, settings.duel)
         else:
-            samples_watch = conditions.SampleWatch(settings.limits) if settings.limits else None
+            if adapter.task == "generation":
+                first = timing.time_duel(first_token, adapter.synchronise, settings.duel,
+                                         watch=sample_watch(settings),
+                                         overhead_s=settings.overhead_s)
             measurement = timing.time_duel(call, adapter.synchronise, settings.duel,
-                                           watch=samples_watch, overhead_s=settings.overhead_s)
+                                           watch=sample_watch(settings),
+                                           overhead_s=settings.overhead_s)
     columns = timing.summarise(measurement)
+    if adapter.task == "generation":
+        columns.update(timing.generation_columns(first, measurement, point.batch_size,
+                                                 settings.new_tokens))
     columns.update(adapter.graph_columns())
     columns["point_wall_s"] = time.perf_counter() - began
     columns.update(watch.stop())
@@ -102,6 +114,11 @@ def measure(adapter, spec, point, settings):
         columns.update(loss_start=loss_start, loss_end=adapter.evaluation_loss(inputs),
                        train_steps=call.calls, learning_rate=settings.learning_rate)
     return columns, call
+
+
+def sample_watch(settings):
+    """A fresh judge of each duel sample (conditions.SampleWatch), or None without limits."""
+    return conditions.SampleWatch(settings.limits) if settings.limits else None
 
 
 def counted(call):
@@ -123,6 +140,26 @@ def judge_training(columns):
            columns["learning_rate"]))}
 
 
+def judge_tokens(adapter, call, point, settings):
+    """The token columns of a generation point: one more whole generation, outside the timing,
+    against PyTorch eager's tokens (reference.token_judgement); a divergence beyond its rule,
+    or a check that cannot run, makes the point an error while its times stay in the row."""
+    try:
+        expected = (reference.load_generated(settings.reference_dir, point.seq_len)
+                    if settings.reference_dir else None)
+        if expected is None:
+            return {}
+        with adapter.inference_context(point.method):
+            generated = adapter.generated_tokens(call(), point.seq_len)
+        columns, problem = reference.token_judgement(generated, expected,
+                                                     adapter.check_precision())
+    except Exception as error:
+        return {"status": "error", "message": "token check failed: " + contract.error_line(error)}
+    if problem:
+        columns.update(status="error", message=problem)
+    return columns
+
+
 def judge_output(adapter, call, point, settings):
     """The output check's columns; a difference beyond tolerance, or a check that cannot run,
     makes the point an error while its times stay in the row."""
@@ -139,11 +176,12 @@ def judge_output(adapter, call, point, settings):
     return columns
 
 
-SweepSettings = namedtuple("SweepSettings",
-                           "seed duel timeit reference_dir learning_rate limits overhead_s")
+SweepSettings = namedtuple("SweepSettings", "seed duel timeit reference_dir learning_rate "
+                                            "limits overhead_s new_tokens")
 # limits (conditions.Limits): each duel sample judged by them; overhead_s: a point's share of
-# its process's fixed cost, beyond its own first call and warm-up (run_sweep sets it)
-SweepSettings.__new__.__defaults__ = (None, 0.0)
+# its process's fixed cost, beyond its own first call and warm-up (run_sweep sets it);
+# new_tokens: the tokens each generation call generates after its prompt
+SweepSettings.__new__.__defaults__ = (None, 0.0, 32)
 
 
 def build(adapters, spec, settings, log):
@@ -220,14 +258,18 @@ def point_row(adapter, spec, cell, point, settings, environment, log, unsupporte
     row["process_modes"] = cell.mode
     row["flops"] = flops.point_flops(spec, cell.task, point.batch_size, point.seq_len)
     limit = spec.max_sequence_length
+    longest = point.seq_len + (settings.new_tokens if cell.task == "generation" else 0)
     if unsupported:
         row["status"], row["message"] = "skipped", unsupported
-    elif limit is not None and point.seq_len > limit:
+    elif limit is not None and longest > limit:
         row["status"] = "skipped"
         row["message"] = "sequence length %d exceeds the model's maximum of %d" % (
-            point.seq_len,
+            longest,
             limit,
         )
+        if longest > point.seq_len:
+            row["message"] += " (a prompt of %d and %d new tokens)" % (point.seq_len,
+                                                                     settings.new_tokens)
     elif adapter.point_unsupported(point):
         row["status"], row["message"] = "skipped", adapter.point_unsupported(point)
     elif build_error:
@@ -244,6 +286,8 @@ def point_row(adapter, spec, cell, point, settings, environment, log, unsupporte
                 row["status"], row["message"] = "error", problem
             elif cell.task == "training":
                 row.update(judge_training(columns))
+            elif cell.task == "generation":
+                row.update(judge_tokens(adapter, call, point, settings))
             else:
                 row.update(judge_output(adapter, call, point, settings))
         except Exception as error:  # the point fails, the sweep goes on

@@ -169,6 +169,32 @@ def time_duel(call, synchronise=_no_sync, settings=DUEL_DEFAULTS, clock=time.per
     )
 
 
+def generation_split(first_token_ms, whole_ms, batch_size, new_tokens):
+    """A generation point's figures from the median of its one-token calls (the prefill and
+    first token) and of its whole calls of ``new_tokens`` tokens: (time to first token, time per
+    output token after it, tokens per second). Each further token costs the whole call less the
+    first-token call, shared over the ``new_tokens - 1`` tokens after the first; never a total
+    divided by every token, which would hide the prefill in each token's time."""
+    per_token = (whole_ms - first_token_ms) / (new_tokens - 1) if new_tokens > 1 else None
+    return first_token_ms, per_token, batch_size * new_tokens / (whole_ms / 1000.0)
+
+
+def generation_columns(first, whole, batch_size, new_tokens):
+    """The generation columns of a point from the Measurement of its one-token calls
+    (``first``) and of its whole calls (``whole``, the point's own samples)."""
+    first_ms, per_token_ms, tokens_per_s = generation_split(
+        float(np.median(first.samples_ms)), float(np.median(whole.samples_ms)), batch_size,
+        new_tokens)
+    return {
+        "new_tokens": new_tokens,
+        "first_token_samples": [float(value) for value in first.samples_ms],
+        "first_token_first_call_ms": first.first_call_ms,
+        "first_token_ms": first_ms,
+        "per_token_ms": per_token_ms,
+        "tokens_per_s": tokens_per_s,
+    }
+
+
 def summarise(measurement):
     """Statistics of a measurement's samples, as contract columns (milliseconds).
 

@@ -11,14 +11,15 @@ per point (``reset_device_peak`` / ``device_peak_mib``); ``timeit`` never synchr
 Precisions: ``fp32`` (default), ``fp16`` and ``bf16`` as mixed precision, each framework's own way
 (PyTorch autocast, Keras mixed-precision policies; the 2019 stack's switches where it had them);
 what a framework, era or device cannot run is a skipped cell with the reason.
-Tasks: ``inference`` (a forward pass) and ``training`` (one optimiser step of the model with its
-language-modelling head: forward, loss, backward, update; see ``training_step``).
+Tasks: ``inference`` (a forward pass), ``training`` (one optimiser step of the model with its
+language-modelling head: forward, loss, backward, update; see ``training_step``) and
+``generation`` (transformers' ``generate`` of the causal language model, greedy, with its
+key/value cache; see ``generate_call``).
 """
 import contextlib
 import gc
-import os
 
-from .. import compat, models
+from .. import compat, models, reference
 
 
 def entered(contexts):
@@ -43,6 +44,7 @@ class Adapter(object):
     devices = ("cpu", "cuda")
     precisions = ("fp32", "fp16", "bf16")
     out_of_memory_words = ("out of memory", "can't allocate memory", "cannot allocate memory")
+    generation_modes = ("eager",)  # the modes whose adapter times transformers' generate
 
     def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
         for kind, value, known in (("mode", mode, self.modes), ("device", device, self.devices),
@@ -97,18 +99,33 @@ class Adapter(object):
         if self.task == "training" and self.precision == "fp16":
             return ("fp16 training needs loss scaling, which Duel does not implement; bf16 "
                     "trains without it")
-        return (self.model_unsupported(spec) or self.mode_unsupported(spec)
-                or self.precision_unsupported())
+        return (self.model_unsupported(spec) or self.generation_unsupported()
+                or self.mode_unsupported(spec) or self.precision_unsupported())
 
     def model_unsupported(self, spec):
         """Why this era's transformers cannot build ``spec`` in this framework for this task (it
         has no class for its model type: an older release), or None."""
         return models.missing(spec, self.framework, self.task)
 
+    def generation_unsupported(self):
+        """Why this cell's mode does not generate (a generation cell), or None."""
+        if self.task != "generation" or self.mode in self.generation_modes:
+            return None
+        return "%s mode %s does not run generate (generation modes: %s)" % (
+            compat.FRAMEWORK_NAMES[self.framework], self.mode, ", ".join(self.generation_modes))
+
     def weights_folder(self, weights_dir):
         """Where the shared weights of this task lie (reference.py)."""
-        return os.path.join(weights_dir, self.framework + ("-lm" if self.task == "training"
-                                                           else ""))
+        return reference.weights_folder(weights_dir, self.framework, self.task)
+
+    def generate_call(self, inputs, new_tokens):
+        """A zero-argument callable: greedy generation of exactly ``new_tokens`` tokens after
+        ``inputs`` (the prompt), key/value cache on (compat.generate_arguments)."""
+        raise NotImplementedError
+
+    def generated_tokens(self, output, prompt_length):
+        """The new token ids of a ``generate_call`` output, a numpy array (batch x new)."""
+        raise NotImplementedError
 
     def training_step(self, inputs, learning_rate):
         """A zero-argument callable: one optimiser step on ``inputs`` (labels: the inputs
@@ -225,6 +242,9 @@ class Adapter(object):
 
     def point_unsupported(self, point):
         """Why this cell cannot run ``point`` (e.g. its timing method), or None."""
+        if self.task == "generation" and point.method != "duel":
+            return ("method %s times one call of the 2019 kind; generation is timed by duel "
+                    "(first token and whole call)" % point.method)
         return None
 
     def point_columns(self, columns):

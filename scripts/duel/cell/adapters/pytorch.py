@@ -25,7 +25,7 @@ CUDA: ``torch.cuda.synchronize()`` is the barrier; the device peak is the cachin
 """
 import torch
 
-from .. import builds, compat, models
+from .. import builds, compat, models, reference
 from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, entered, no_gpu_name
 
@@ -180,6 +180,15 @@ class PyTorchAdapter(Adapter):
         elif self.mode == "compile":
             return self._counted_call(self._compiled, inputs)
         return lambda: model(inputs)
+
+    def generate_call(self, inputs, new_tokens):
+        model, mask = self.model, torch.ones_like(inputs)
+        kwargs = compat.generate_arguments(inputs.shape[1], new_tokens,
+                                           reference.pad_token(model.config))
+        return lambda: model.generate(inputs, attention_mask=mask, **kwargs)
+
+    def generated_tokens(self, output, prompt_length):
+        return output[:, prompt_length:].cpu().numpy()
 
     def _autocast(self):
         """Autocast to the cell's precision, or nothing (fp32, or 2019's model.half())."""

@@ -17,7 +17,7 @@ set from the cell's ``tf32`` (default off: strict fp32, as PyTorch's matmul defa
 """
 import tensorflow as tf
 
-from .. import builds, compat, models
+from .. import builds, compat, models, reference
 from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, no_gpu_name
 
@@ -180,6 +180,15 @@ class TensorFlowAdapter(Adapter):
             self._functions[method] = self._compiled(self._forward(method))
         forward = self._functions[method]
         return self._device_call(lambda: forward(inputs))
+
+    def generate_call(self, inputs, new_tokens):
+        model, mask = self.model, tf.ones_like(inputs)
+        kwargs = compat.generate_arguments(int(inputs.shape[1]), new_tokens,
+                                           reference.pad_token(model.config))
+        return self._device_call(lambda: model.generate(inputs, attention_mask=mask, **kwargs))
+
+    def generated_tokens(self, output, prompt_length):
+        return output.numpy()[:, prompt_length:]
 
     def synchronise(self):
         if self.device != "cuda":

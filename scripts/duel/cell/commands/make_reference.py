@@ -27,6 +27,11 @@ def main(argv=None):
     parser.add_argument("--training-weights", action="store_true",
                         help="make the language-modelling models training cells start from "
                              "(training.json) instead of the inference reference")
+    parser.add_argument("--generation", action="store_true",
+                        help="make the causal language model generation cells start from and "
+                             "its greedy tokens for each length (generation.json)")
+    parser.add_argument("--new-tokens", type=int, default=32,
+                        help="--generation: the tokens generated after each prompt")
     args = parser.parse_args(argv)
 
     from duel.cell import environment, models
@@ -39,6 +44,13 @@ def main(argv=None):
         manifest = reference.make_training_weights(spec, args.seed, args.output_dir,
                                                    started=STARTED)
         sys.stderr.write("training weights for %s: %s\n" % (spec.name, manifest["heads"]))
+        return 0
+    if args.generation:
+        manifest = reference.make_generation_reference(
+            spec, args.seed, args.sequence_lengths, args.new_tokens, args.output_dir,
+            sweep.token_ids, started=STARTED)
+        sys.stderr.write("generation reference for %s: lengths %s, failed %s\n"
+                         % (spec.name, manifest["lengths"], manifest["failed"]))
         return 0
     manifest = reference.make_reference(spec, args.seed, args.sequence_lengths, args.output_dir,
                                         sweep.token_ids, started=STARTED)

@@ -85,8 +85,10 @@ def parse_args(argv=None):
     cell.add_argument("--tf32", default="off", choices=["on", "off"],
                       help="fp32 matrix products in TF32 on Ampere+ GPUs, in both frameworks "
                            "(default off: strict fp32)")
-    cell.add_argument("--task", default="inference", choices=["inference", "training"],
-                      help="training: one optimiser step per call (model with its LM head)")
+    cell.add_argument("--task", default="inference",
+                      choices=["inference", "training", "generation"],
+                      help="training: one optimiser step per call (model with its LM head); "
+                           "generation: greedy generate of the causal LM, --new-tokens a call")
     cell.add_argument("--model-config", required=True, help="a config/models/*.json file")
     cell.add_argument("--replicate", type=int, default=1,
                       help="which of the cell's separate processes this is (recorded; the same "
@@ -117,6 +119,8 @@ def parse_args(argv=None):
     duel.add_argument("--max-time-s", type=float, default=60.0)
     grid.add_argument("--learning-rate", type=float, default=1e-4,
                       help="task training: Adam's learning rate")
+    grid.add_argument("--new-tokens", type=int, default=32,
+                      help="task generation: the tokens each call generates after its prompt")
     timeit = parser.add_argument_group("method timeit (the 2019 script's loop)")
     timeit.add_argument("--repeat", type=int, default=30, help="timeit repeat (2019: 30)")
     timeit.add_argument("--number", type=int, default=3, help="timeit number (2019: 3)")
@@ -403,6 +407,7 @@ def measure(args):
         timeit=timing.TimeitSettings(args.repeat, args.number),
         reference_dir=args.reference_dir,
         learning_rate=args.learning_rate,
+        new_tokens=args.new_tokens,
     )
     cell = sweep.CellSpec(
         args.era, args.device, args.framework, args.mode, args.precision, args.task, spec.name,

@@ -62,8 +62,12 @@ def log(*parts):
     return at(LOGS, *parts)
 
 
+# What each task's cells start from: the manifest make_reference writes for it (cell/reference.py).
+WEIGHTS_OF_TASK = {"inference": "reference", "training": "training", "generation": "generation"}
+
+
 def reference(era, model, weights, results=RESULTS):
-    """The manifest of a model's reference outputs (``weights``: reference or training)."""
+    """The manifest of a model's reference outputs (``weights``: WEIGHTS_OF_TASK's values)."""
     return at(REFERENCES, era, model, weights + ".json", results=results)
 
 

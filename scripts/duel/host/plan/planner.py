@@ -127,7 +127,8 @@ def coerce_command_line_numbers(config, lists=("batch_sizes", "sequence_lengths"
 
 def task_grid(config, task):
     """(batch sizes, sequence lengths) a cell of ``task`` sweeps: training has its own grid
-    (config key training), each list falling back to the inference grid's."""
+    (config key training), each list falling back to the inference grid's; generation's prompt
+    lengths are the inference grid's lengths."""
     own = config.get("training", {}) if task == "training" else {}
     return (own.get("batch_sizes") or config["batch_sizes"],
             own.get("sequence_lengths") or config["sequence_lengths"])
@@ -417,20 +418,22 @@ def plan_cells(config, checkout, apptainer_enabled=False, probe=True):
         for era in config["eras"]
         for device in config["devices"]
         for framework in config["frameworks"]
+        for task in config.get("tasks", ["inference"])
         for group in modes.process_groups(framework, [
             mode for mode in config["modes"][framework]
-            if not era_envs.lacks(checkout, era, framework, mode, device)])
+            if not era_envs.lacks(checkout, era, framework, mode, device, task)])
         for precision in config.get("precisions", ["fp32"])
-        for task in config.get("tasks", ["inference"])
         for model in config["models"]
     ]
 
 
 def _lacked(config, checkout):
-    return [(era, device, framework, mode, reason)
+    return [(era, device, framework, mode, task, reason)
             for era in config["eras"] for device in config["devices"]
             for framework in config["frameworks"] for mode in config["modes"][framework]
-            for reason in [era_envs.lacks(checkout, era, framework, mode, device)] if reason]
+            for task in config.get("tasks", ["inference"])
+            for reason in [era_envs.lacks(checkout, era, framework, mode, device, task)]
+            if reason]
 
 
 def lacking(config, checkout):
@@ -438,7 +441,8 @@ def lacking(config, checkout):
     plan_cells launches no cell of them; and a line per model whose FLOPs are not counted
     (flops.not_counted): its points' flops stay empty."""
     specs = check_models(config["models"], resolve_models_dir(config, checkout))
-    return ["%s: no cell planned" % lacked[-1] for lacked in _lacked(config, checkout)] + [
+    lines = list(dict.fromkeys(lacked[-1] for lacked in _lacked(config, checkout)))
+    return ["%s: no cell planned" % line for line in lines] + [
         "model %s: %s: its flops and achieved_gflops stay empty" % (name, flops.not_counted(spec))
         for name, spec in sorted(specs.items()) if flops.not_counted(spec)]
 
@@ -447,24 +451,23 @@ def lacking_rows(config, checkout):
     """The ``skipped`` rows the merge gives the points of the cells an era lacks (one process
     each, every point, method and task), with the reason."""
     rows = []
-    for era, device, framework, mode, reason in _lacked(config, checkout):
+    for era, device, framework, mode, task, reason in _lacked(config, checkout):
         path = era_envs.lock_file(checkout, era, device)
         lock, lock_sha256 = os.path.relpath(path, checkout), era_envs.lock_sha256(path)
+        batch_sizes, lengths = task_grid(config, task)
         for precision in config.get("precisions", ["fp32"]):
-            for task in config.get("tasks", ["inference"]):
-                batch_sizes, lengths = task_grid(config, task)
-                for model in config["models"]:
-                    for batch in batch_sizes:
-                        for length in lengths:
-                            for method in as_list(config["method"]):
-                                row = contract.empty_row()
-                                row.update(era=era, device=device, framework=framework,
-                                           mode=mode, precision=precision, task=task,
-                                           model=model, replicate=1, batch_size=batch,
-                                           seq_len=length, method=method, status="skipped",
-                                           message=reason, attempt=1, counted=True,
-                                           lock_file=lock, lock_sha256=lock_sha256)
-                                rows.append(row)
+            for model in config["models"]:
+                for batch in batch_sizes:
+                    for length in lengths:
+                        for method in as_list(config["method"]):
+                            row = contract.empty_row()
+                            row.update(era=era, device=device, framework=framework,
+                                       mode=mode, precision=precision, task=task,
+                                       model=model, replicate=1, batch_size=batch,
+                                       seq_len=length, method=method, status="skipped",
+                                       message=reason, attempt=1, counted=True,
+                                       lock_file=lock, lock_sha256=lock_sha256)
+                            rows.append(row)
     return rows
 
 
@@ -584,8 +587,8 @@ def estimate_disk_bytes(config, specs, results_dir):
     for era in config["eras"]:
         for model, spec in specs.items():
             for task in tasks:
-                manifest = layout.reference(
-                    era, model, "training" if task == "training" else "reference", results_dir)
+                manifest = layout.reference(era, model, layout.WEIGHTS_OF_TASK[task],
+                                            results_dir)
                 if not os.path.exists(manifest):
                     references += 2 * parameters(spec) * WEIGHT_BYTES
     batch_sizes, lengths = task_grid(config, "inference")

@@ -135,14 +135,19 @@ def in_time_order(names, checkout=CHECKOUT):
                                                 else len(order), name))
 
 
-def lacks(checkout, era, framework, mode, device):
-    """Why ``era`` cannot run ``framework``'s ``mode`` on ``device`` at all, or None."""
+def lacks(checkout, era, framework, mode, device, task="inference"):
+    """Why ``era`` cannot run ``framework``'s ``mode`` on ``device`` for ``task`` at all, or
+    None. An entry names a mode (of its framework), a task, or both, and may name a device; a
+    key it leaves out holds for every value."""
     entry = registry(checkout).get(era)
+    asked = {"framework": framework, "mode": mode, "device": device, "task": task}
     for lack in (entry.lacks if entry else ()):
-        if (lack["framework"], lack["mode"]) == (framework, mode) and \
-                lack.get("device", device) == device:
-            return "era %s lacks %s %s%s: %s (%s)" % (
-                era, framework, mode, " on %s" % device if "device" in lack else "",
+        if all(lack[key] == asked[key] for key in asked if key in lack):
+            what = " ".join(lack[key] for key in ("framework", "mode") if key in lack)
+            if "task" in lack:
+                what += (" for " if what else "") + lack["task"]
+            return "era %s lacks %s%s: %s (%s)" % (
+                era, what, " on %s" % device if "device" in lack else "",
                 lack.get("reason", "declared"), REGISTRY)
     return None
 

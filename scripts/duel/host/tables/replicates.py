@@ -34,10 +34,11 @@ NOISY_SPREAD = 1.10  # a point whose replicates differ by more than 10% is marke
 STATUS_SEVERITY = list(contract.FAILED) + ["skipped", "ok"]  # the first present wins
 LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff")
 MEDIAN_OF = ("point_wall_s", "setup_s", "first_call_ms", "point_cost_s", "planned_samples",
-             "kept_steal_ms", "kept_other_cpu_ms")
+             "kept_steal_ms", "kept_other_cpu_ms", "first_token_ms", "per_token_ms",
+             "tokens_per_s", "first_token_first_call_ms")
 SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")
 # Lists of a row of its own (a process's samples and canary calibration): a point has none.
-PER_ROW_LISTS = ("samples", "canary_calibration_ms", "marked_samples")
+PER_ROW_LISTS = ("samples", "canary_calibration_ms", "marked_samples", "first_token_samples")
 ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spread",
          "replicate_cv", "noisy", "machines"]
 # The columns that say which machine a row ran on (machine).

@@ -233,16 +233,19 @@ class Jobs:
         return {"batch_sizes": joined(batch_sizes), "sequence_lengths": joined(sequence_lengths)}
 
     def reference_arguments(self, wildcards):
-        """What make_reference makes: the inference reference for the grid's lengths, or the
-        training weights."""
+        """What make_reference makes: the inference reference for the grid's lengths, the
+        training weights, or the generation weights and tokens for generation's lengths."""
         if wildcards.weights == "training":
             return ["--training-weights"]
+        if wildcards.weights == "generation":
+            _, lengths = planner.task_grid(self.config, "generation")
+            return ["--generation", "--new-tokens", str(self.config["generation"]["new_tokens"]),
+                    "--sequence-lengths", joined(lengths)]
         return ["--sequence-lengths", joined(self.config["sequence_lengths"])]
 
     def cell_weights(self, wildcards):
-        """What a cell starts from: the inference reference, or the training weights."""
-        weights = "training" if wildcards.task == "training" else "reference"
-        return layout.reference("{era}", "{model}", weights)
+        """What a cell starts from: its task's reference (layout.WEIGHTS_OF_TASK)."""
+        return layout.reference("{era}", "{model}", layout.WEIGHTS_OF_TASK[wildcards.task])
 
     def cell_artifacts(self, wildcards):
         """A deployment cell's exported artifacts (rules/deploy.smk), none for other modes."""
@@ -271,8 +274,7 @@ class Jobs:
     def references_planned(self):
         """Every reference and kept artifact manifest the run's cells may read."""
         config = self.config
-        weights = {"inference": "reference", "training": "training"}
-        return [layout.reference(era, model, weights[task])
+        return [layout.reference(era, model, layout.WEIGHTS_OF_TASK[task])
                 for era in config["eras"] for model in config["models"]
                 for task in config["tasks"]] + [
             deployment.artifact_manifest(era, device, artifact_format, model)

@@ -20,6 +20,7 @@ rule compute_statistics:
         pairs=layout.at(layout.STATISTICS, "pairs.csv"),
         headline=layout.at(layout.STATISTICS, "headline.csv"),
         noise=layout.at(layout.STATISTICS, "noise.csv"),
+        generation=layout.at(layout.STATISTICS, "generation.csv"),
         html=report(
             layout.at(layout.STATISTICS, "statistics.html"),
             caption="../report/statistics.rst",

@@ -3,11 +3,13 @@ import sys
 
 from duel.host.render import pages
 from duel.host.tables import summary
-from duel.host.verdicts import statistics
+from duel.host.verdicts import generation, statistics
 
 
-def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path, min_effect):
-    points = summary.with_reported(summary.read_summary(parquet_path))  # replicates combined once
+def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path, min_effect,
+         generation_csv):
+    long_frame = summary.read_summary(parquet_path)
+    points = summary.with_reported(long_frame)  # replicates combined once
     ratios = statistics.point_ratios(points, min_effect=min_effect)
     pairs = statistics.pair_summary(ratios, points)
     headline = statistics.headline(points)
@@ -16,6 +18,7 @@ def main(parquet_path, ratios_csv, pairs_csv, headline_csv, noise_csv, html_path
     pairs.to_csv(pairs_csv, index=False)
     headline.to_csv(headline_csv, index=False)
     noise.to_csv(noise_csv, index=False)
+    generation.generation_verdict(long_frame, min_effect).to_csv(generation_csv, index=False)
     with open(html_path, "w") as handle:
         handle.write(pages.statistics_page(ratios, pairs, headline, noise, min_effect))
     print("%d paired points; %s" % (len(ratios), ratios["verdict"].value_counts().to_dict()))
@@ -32,4 +35,5 @@ if __name__ == "__main__" and "snakemake" in globals():
             snakemake.output.noise,  # noqa: F821
             snakemake.output.html,  # noqa: F821
             snakemake.params.min_effect,  # noqa: F821
+            snakemake.output.generation,  # noqa: F821
         )

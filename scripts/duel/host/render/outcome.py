@@ -14,7 +14,7 @@ from duel.cell import contract, environment
 
 from duel.host.plan import layout
 from duel.host.tables import breakdown, replicates, scopes, summary, variance
-from duel.host.verdicts import settle, statistics
+from duel.host.verdicts import generation, settle, statistics
 
 # How many distinct failure messages are shown; the count says how many there are in all.
 SHOWN_MESSAGES = 3
@@ -86,6 +86,10 @@ def verdict_lines(results_dir=layout.RESULTS):
                         % (row["model"], row["batch_size"], row["seq_len"], row["mode_pt"],
                            row["mode_tf"], row["ratio"], row["ci_low"], row["ci_high"],
                            " (disturbed)" if pd.notna(row.get("disturbed")) else ""))
+    try:
+        text += generation.lines(pd.read_csv(os.path.join(folder, "generation.csv")))
+    except (OSError, ValueError):
+        pass
     text.append("Files: %s (spreadsheet), %s, %s"
                 % (os.path.join(results_dir, "summary.xlsx"),
                    os.path.join(folder, "statistics.html"), os.path.join(results_dir, layout.PLOTS)))

@@ -8,6 +8,8 @@ Sheets:
   layout: a row per model, a column per point ``BxL`` (batch x length), seconds per call
   pooled over the replicates (replicates.py), N/A where not ok.
 - ``ratio PT-TF``: PyTorch time / TensorFlow time for each pair of modes (> 1: PyTorch slower).
+- ``generation``: task generation's verdict per pair of modes (verdicts/generation.py), where
+  the run generated.
 - ``statistics``: that ratio per point with its 95% interval (Welch's t over the replicates'
   figures, or a bootstrap within one process), whether the difference is clear and the decision
   (faster, equivalent or undecided), and per pair of modes the count of each.
@@ -41,7 +43,7 @@ from duel.cell import contract
 from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 
 from duel.host.tables import breakdown, published_2019, scopes, summary
-from duel.host.verdicts import pairs, statistics, timeline
+from duel.host.verdicts import generation, pairs, statistics, timeline
 
 FRAMEWORK_SHORT = {name: short.upper() for name, short in scopes.FRAMEWORK_SHORT.items()}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
@@ -224,6 +226,21 @@ def write_statistics(workbook, frame, min_effect, ratios):
     _widen_first_column(sheet, 10)
 
 
+def write_generation(workbook, frame, min_effect):
+    """Task generation's verdict per pair of modes; no sheet where the run generated nothing."""
+    table = generation.generation_verdict(frame, min_effect)
+    if table.empty:
+        return
+    sheet = workbook.create_sheet("generation")
+    for line in generation.lines(table):
+        _append(sheet, [line.strip()], bold=not line.startswith(" "))
+    _append(sheet, [])
+    _append(sheet, list(table.columns), bold=True)
+    for row in table.itertuples(index=False):
+        _append(sheet, row, number_format=RATIO_FORMAT)
+    _widen_first_column(sheet, 10)
+
+
 def write_noise(workbook, frame):
     """Each point's spread between its processes; noisy points (> 10%) marked."""
     sheet = workbook.create_sheet("noise")
@@ -400,6 +417,10 @@ def write_about(sheet, sheet_names):
                        "difference is clear, and the decision. " + statistics.CLEAR_MEANING
                        + " " + statistics.DECISIONS_MEANING],
         ["noise", "each point's spread between its replicates (separate processes)"],
+        ["generation", "task generation per pair of modes: PyTorch / TensorFlow time to first "
+                       "token and time per output token (geometric means over the points, "
+                       "95% intervals over processes, decisions), tokens per second of each, "
+                       "and the points whose tokens agree with PyTorch eager's"],
         ["mode speed-up", "eager time / mode time per point (> 1: the mode is faster)"],
         ["GFLOP per s", "achieved GFLOP/s per point (analytic FLOPs / reported time), and its "
                         "share of the hardware's nominal peak where known"],
@@ -461,6 +482,7 @@ def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=N
     ratios = statistics.point_ratios(frame, min_effect=min_effect)  # judged once, read twice
     write_statistics(workbook, frame, min_effect, ratios)
     write_noise(workbook, frame)
+    write_generation(workbook, long_frame, min_effect)
     write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)

@@ -1,0 +1,125 @@
+"""Task generation: greedy generate of a causal language model in both frameworks, time to first
+token and per output token, the same tokens as PyTorch eager's, and the eras without it."""
+import os
+import subprocess
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import QUICK, TEST_MODELS, cell_command, snakemake, write_config
+from duel.cell import reference, timing
+
+TINY = os.path.join(TEST_MODELS, "tiny-gpt2.json")
+NEW_TOKENS = 6
+
+
+@pytest.mark.unit
+def test_first_token_and_per_token_split_recorded_calls():
+    """Recorded calls: one-token calls of about 10 ms and whole calls of 6 tokens of about
+    10 + 5 x 2 ms give 10 ms to the first token and 2 ms per token after it, never the total
+    over every token (20 / 6 = 3.3 ms)."""
+    first = timing.Measurement([10.4, 9.9, 10.0, 10.1, 12.0], 10.48, 3, None, None, 30.0)
+    whole = timing.Measurement([20.0, 19.5, 20.6, 25.0, 20.1], 21.04, 3, None, None, 40.0)
+    columns = timing.generation_columns(first, whole, batch_size=2, new_tokens=NEW_TOKENS)
+    assert columns["first_token_ms"] == pytest.approx(10.1)
+    assert columns["per_token_ms"] == pytest.approx((20.1 - 10.1) / 5)
+    assert columns["tokens_per_s"] == pytest.approx(2 * 6 / 0.0201)
+    assert columns["first_token_samples"] == [10.4, 9.9, 10.0, 10.1, 12.0]
+    assert columns["first_token_first_call_ms"] == 30.0
+    assert timing.generation_split(10.0, 10.0, 1, 1)[1] is None  # one token: no decode
+
+
+@pytest.mark.unit
+def test_a_first_divergence_is_allowed_only_at_a_near_tie():
+    tokens = np.array([5, 6, 7, 8])
+    margins = np.array([0.5, 1e-5, 0.3, 0.2])
+    expected = (tokens, margins, 4.0)  # a tolerance of 1e-3 x 4
+    same, problem = reference.token_judgement(np.array([[5, 6, 7, 8]] * 2), expected)
+    assert problem is None and same["tokens_agree"] == 4 and same["token_margin"] is None
+    tie, problem = reference.token_judgement(np.array([[5, 6, 7, 8], [5, 9, 1, 2]]), expected)
+    assert problem is None and tie["tokens_agree"] == 1 and tie["token_margin"] == 1e-5
+    apart, problem = reference.token_judgement(np.array([[5, 6, 9, 9]]), expected)
+    assert apart["tokens_agree"] == 2 and apart["token_margin"] == 0.3
+    assert problem.startswith("generated tokens differ from PyTorch eager's") and \
+        "from token 3 of 4" in problem
+
+
+@pytest.fixture(scope="module")
+def generation_reference(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("generation") / "tiny")
+    result = subprocess.run([*cell_command("make_reference"), "--model-config", TINY,
+                             "--generation", "--new-tokens", str(NEW_TOKENS),
+                             "--sequence-lengths", "8", "--output-dir", folder],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return folder
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+def test_a_planted_mismatch_is_caught(tmp_path, generation_reference, framework):
+    """The reference's tokens changed from the third on, where its logits are far apart: each
+    framework's real tokens now differ there, and the point is an error with its times kept."""
+    planted = str(tmp_path / "planted")
+    subprocess.run(["cp", "-r", generation_reference, planted], check=True)
+    tokens, margins, scale = reference.load_generated(planted, 8)
+    tokens = tokens.copy()
+    tokens[2:] = (tokens[2:] + 1) % 1000
+    margins = np.maximum(margins, 1.0)  # no near-tie anywhere: a divergence is a difference
+    np.savez(reference.generated_path(planted, 8), tokens=tokens, margins=margins,
+             scale=np.float64(scale))
+    output = str(tmp_path / "planted.parquet")
+    result = subprocess.run(
+        [*cell_command("run_cell"), "--framework", framework, "--task", "generation",
+         "--model-config", TINY, "--batch-sizes", "2", "--sequence-lengths", "8",
+         "--new-tokens", str(NEW_TOKENS), "--min-time-s", "0.02", "--warmup-calls", "1",
+         "--reference-dir", planted, "--output", output],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (row,) = pq.read_table(output).to_pylist()
+    assert row["status"] == "error" and row["tokens_agree"] == 2, row["message"]
+    assert row["message"].startswith("generated tokens differ from PyTorch eager's")
+    assert row["median"] > 0 and row["first_token_ms"] > 0  # the times are kept
+
+
+@pytest.mark.workflow
+def test_generation_rows_in_both_frameworks_and_skipped_in_an_era_without_it(tmp_path):
+    """A real run of the tiny GPT-2 in hf2019 and current: current's points generate the same
+    tokens as PyTorch eager's in both frameworks, with every generation column; hf2019's are
+    skipped rows saying its transformers has no generate; a length whose prompt and new tokens
+    pass the model's 64 positions is skipped too."""
+    models = tmp_path / "models"
+    models.mkdir()
+    subprocess.run(["cp", TINY, str(models)], check=True)
+    config = write_config(tmp_path, models_dir=str(models), eras=["hf2019", "current"],
+                          models=["tiny-gpt2"], tasks=["generation"], batch_sizes=[1, 2],
+                          sequence_lengths=[8, 60], generation={"new_tokens": NEW_TOKENS},
+                          modes={"pytorch": ["eager"], "tensorflow": ["eager"]},
+                          method="duel", **QUICK)
+    result = snakemake(tmp_path, "--cores", "all", "--configfile", config)
+    rows = pq.read_table(os.path.join(str(tmp_path), "results", "summary.parquet")).to_pylist()
+    assert {r["task"] for r in rows} == {"generation"}
+    old = [r for r in rows if r["era"] == "hf2019"]
+    assert {(r["framework"], r["status"]) for r in old} == {("pytorch", "skipped"),
+                                                            ("tensorflow", "skipped")}
+    assert all("era hf2019 lacks generation: transformers 2.1.1's models have no generate"
+               in r["message"] for r in old)
+    current = [r for r in rows if r["era"] == "current"]
+    assert len(current) == 8
+    for row in current:
+        if row["seq_len"] == 60:
+            assert row["status"] == "skipped" and "a prompt of 60 and 6 new tokens" in \
+                row["message"]
+            continue
+        assert row["status"] == "ok", (row["framework"], row["message"])
+        assert row["tokens_agree"] == NEW_TOKENS and row["new_tokens"] == NEW_TOKENS
+        assert len(row["first_token_samples"]) >= 3 and len(row["samples"]) >= 3
+        assert 0 < row["first_token_ms"] < row["median"]
+        assert row["per_token_ms"] == pytest.approx(
+            (row["median"] - row["first_token_ms"]) / (NEW_TOKENS - 1))
+        assert row["tokens_per_s"] == pytest.approx(
+            row["batch_size"] * NEW_TOKENS / (row["median"] / 1000.0))
+        assert row["peak_host_rss_mb"] > 0 and row["flops"] is None
+        assert row["first_call_ms"] > 0 and row["first_token_first_call_ms"] > 0
+    assert "Generation (PyTorch / TensorFlow" in result.stdout + result.stderr

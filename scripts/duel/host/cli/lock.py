@@ -30,7 +30,6 @@ under them as they stood on that day (uv's --exclude-newer), for the newest Pyth
 had wheels of them then, into envs/<era>.txt with its entry in envs/eras.yaml. --pin holds a
 package at a release (the rest still as of the date)."""
 
-PLATFORM = "x86_64-manylinux_2_28"
 # (lock file, its direct requirements, the lock it is layered on or constrained by, whether the
 # packages of that lock are left out of this one)
 RESOLVED = [
@@ -46,14 +45,13 @@ RESOLVED = [
 # The eras' locks kept by hand: every lock of envs/eras.yaml that is not resolved above.
 HASHED = [lock for era in eras.registry(command.CHECKOUT).values()
           for lock in era.locks.values() if lock not in [item[0] for item in RESOLVED]]
-PIN = eras.PIN_LINE
 
 
 def blocks(text):
     """{canonical name: the requirement's lines (pin, hashes, uv's '# via' notes)} of uv output."""
     found, name = {}, None
     for line in text.splitlines():
-        match = PIN.match(line)
+        match = locks.PIN.match(line)
         if match:
             name = locks.canonical(match.group(1))
             found[name] = [line]
@@ -79,8 +77,8 @@ def header(in_path):
 
 def compile_lock(uv, uv_env, options, lock, requirements, base, layered, upgrade):
     uv_command = [uv, "pip", "compile", requirements, "--output-file", lock,
-                  "--generate-hashes", "--python-version", "3.11", "--python-platform", PLATFORM,
-                  "--no-header", "--quiet"] + upgrade + options
+                  "--generate-hashes", "--python-version", "3.11",
+                  "--python-platform", as_of.PLATFORM, "--no-header", "--quiet"] + upgrade + options
     if base:
         uv_command += ["--constraint", base]
     subprocess.run(uv_command, check=True, env=uv_env, cwd=command.CHECKOUT)
@@ -114,7 +112,7 @@ def rehash_lock(uv, uv_env, options, lock):
             continue
         continued = line.rstrip().endswith("\\")
         kept.append(line)
-        match = PIN.match(line)
+        match = locks.PIN.match(line)
         if match:
             pins.append(match.group(0))
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as listed:
@@ -127,7 +125,7 @@ def rehash_lock(uv, uv_env, options, lock):
     hashed = blocks(answer.stdout)
     lines = []
     for line in kept:
-        match = PIN.match(line)
+        match = locks.PIN.match(line)
         if match:
             hashes = [entry.strip() for entry in hashed[locks.canonical(match.group(1))][1:]]
             if not hashes:

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from duel.cell import contract
+from duel.cell import contract, frameworks
 
 from duel.host.tables import published_2019, replicates, scopes
 from duel.host.verdicts import pairs
@@ -269,7 +269,7 @@ def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0)
 def _not_ok(status, framework):
     if status == "ok":
         return None
-    return "%s %s" % (scopes.FRAMEWORK_NAMES[framework], scopes.status_label(status))
+    return "%s %s" % (frameworks.label(framework), scopes.status_label(status))
 
 
 # What the judge found of two sides (pairs.Side): ``verdict`` None where a side is not ok
@@ -334,7 +334,7 @@ def machines_apart(row):
     in a phrase, or None: a side's processes ran on several machines, or the two sides on
     different ones (an interval between processes assumes draws from one machine)."""
     kind = "CPU models" if row["device"] == "cpu" else "GPU models"
-    names = [scopes.FRAMEWORK_NAMES[framework] for framework in pairs.FRAMEWORKS]
+    names = [frameworks.label(framework) for framework in pairs.FRAMEWORKS]
     counts = [row["machines" + suffix] for suffix in pairs.FRAMEWORK_SUFFIXES]
     mixed = ["%s's processes ran on %d %s" % (name, count, kind)
              for name, count in zip(names, counts) if not pd.isna(count) and count > 1]

@@ -90,7 +90,7 @@ def merged_shards(wildcards):
 
 
 def summary_outputs():
-    return expand(layout.at("summary.{ext}"), ext=layout.SUMMARY_EXTENSIONS)
+    return [layout.at(name) for name in layout.SUMMARY_FILES]
 
 
 def artifact_output():
@@ -102,7 +102,7 @@ def artifact_output():
 def report_outputs():
     """What `rule all` builds beside the summary so that a default run has its report."""
     return [
-        layout.at(layout.STATISTICS, "statistics.html"),
+        layout.at(layout.STATISTICS_PAGE),
         layout.at(layout.ENVIRONMENT),
     ] + expand(layout.at(layout.PLOTS, "{kind}"), kind=chart_kinds.KINDS)
 

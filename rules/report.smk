@@ -13,16 +13,16 @@ rule compute_statistics:
         parquet=SUMMARY,
     output:
         ratios=report(
-            layout.at(layout.STATISTICS, "ratios.csv"),
+            layout.at(layout.RATIOS),
             caption="../report/ratios.rst",
             category="Data",
         ),
-        pairs=layout.at(layout.STATISTICS, "pairs.csv"),
-        headline=layout.at(layout.STATISTICS, "headline.csv"),
-        noise=layout.at(layout.STATISTICS, "noise.csv"),
-        generation=layout.at(layout.STATISTICS, "generation.csv"),
+        pairs=layout.at(layout.PAIRS),
+        headline=layout.at(layout.HEADLINE),
+        noise=layout.at(layout.NOISE),
+        generation=layout.at(layout.GENERATION),
         html=report(
-            layout.at(layout.STATISTICS, "statistics.html"),
+            layout.at(layout.STATISTICS_PAGE),
             caption="../report/statistics.rst",
             category="At a glance",
             subcategory="How sure is each difference",
@@ -41,7 +41,7 @@ rule compute_statistics:
 rule make_plots:
     input:
         parquet=SUMMARY,
-        ratios=layout.at(layout.STATISTICS, "ratios.csv"),
+        ratios=layout.at(layout.RATIOS),
     output:
         **{kind: plot_output(kind) for kind in chart_kinds.KINDS},
     log:

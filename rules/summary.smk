@@ -30,9 +30,9 @@ rule merge_shards:
         shards=merged_shards,
     output:
         parquet=SUMMARY,
-        csv=layout.at("summary.csv"),
+        csv=layout.at(layout.SUMMARY_CSV),
         xlsx=report(
-            layout.at("summary.xlsx"),
+            layout.at(layout.SPREADSHEET),
             caption="../report/summary.rst",
             category="Data",
         ),

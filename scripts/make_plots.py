@@ -3,7 +3,7 @@ import sys
 
 import pandas as pd
 
-from duel.host.render import plots
+from duel.host.render import chart_kinds, plots
 from duel.host.tables import summary
 
 
@@ -27,5 +27,5 @@ if __name__ == "__main__" and "snakemake" in globals():
         main(
             snakemake.input.parquet,  # noqa: F821
             snakemake.input.ratios,  # noqa: F821
-            dict((kind, getattr(snakemake.output, kind)) for kind in plots.KINDS),  # noqa: F821
+            dict((kind, getattr(snakemake.output, kind)) for kind in chart_kinds.KINDS),  # noqa: F821
         )

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
 from duel.cell import conditions, locks
+from duel.host.cli import main
 from duel.host.stacks import docker_run, eras, image_build, images
 
 ERAS_DEVICES = [(era, device) for era in ("current", "hf2019") for device in ("cpu", "cuda")]
@@ -186,9 +187,10 @@ def test_docker_run_mounts_the_workdir_read_write_and_the_rest_read_only(tmp_pat
                        "%s:%s:ro" % (checkout, checkout), "--volume", "%s:%s:ro" % (models, models)]
     inside = docker_run.mounts(str(checkout), [str(checkout), str(checkout / "results")])
     assert inside == ["--volume", "%s:%s:rw" % (checkout, checkout)]  # run in the checkout
-    args = docker_run.parse_args(["--image", "duel/x:1", "--device", "cuda", "--threads", "3",
-                                     "--checkout", str(checkout), "--record-image", "--",
-                                     "python", "run_cell.py", "--output", "a b.parquet"])
+    args = main.parser("image").parse_args([
+        "image", "run", "--image", "duel/x:1", "--device", "cuda", "--threads", "3", "--checkout",
+        str(checkout), "--record-image", "--", "python", "run_cell.py", "--output", "a b.parquet"])
+    args.check(args.parser, args)  # as duel's main does before running it
     command = docker_run.docker_run_command(args, "sha256:abc", "duel-n", str(work), "c0ffee")
     assert command[:3] == ["docker", "run", "--rm"]
     cpuset = conditions.describe_cpus(conditions.pinned_cpus(3))  # the cores a native cell takes

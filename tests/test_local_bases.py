@@ -78,7 +78,9 @@ def test_the_wheel_cache_holds_exactly_the_files_its_lock_allows(tmp_path):
                 "numpy-1.17.3-cp38-cp38-manylinux1_x86_64.whl": "numpy",  # another Python
                 "six-1.16.0-py2.py3-none-any.whl": "six",  # another version
                 "gast-0.2.2.tar.gz": "gast source",  # published only as source
-                "sacremoses-0.0.53-py3-none-any.whl": "built here"}  # not the lock's file
+                "sacremoses-0.0.53-py3-none-any.whl": "built here",  # not the lock's file
+                "tokenizers-0.10.3-cp36-abi3-manylinux1_x86_64.whl": "tokenizers",  # stable ABI
+                "safetensors-0.4.0-cp38-abi3-manylinux1_x86_64.whl": "safetensors"}  # too new
     for name, text in contents.items():
         (cache / name).write_text(text)
     digest = lambda text: hashlib.sha256(text.encode()).hexdigest()
@@ -86,12 +88,14 @@ def test_the_wheel_cache_holds_exactly_the_files_its_lock_allows(tmp_path):
     lock.write_text("# requires-python: 3.7\n" + "".join(
         "%s \\\n    --hash=sha256:%s\n" % (pin, digest(text)) for pin, text in (
             ("torch==1.3.0", "torch"), ("numpy==1.17.3", "numpy"), ("six==1.17.0", "six"),
-            ("gast==0.2.2", "gast source"), ("sacremoses==0.0.53", "sacremoses source"))))
+            ("gast==0.2.2", "gast source"), ("sacremoses==0.0.53", "sacremoses source"),
+            ("tokenizers==0.10.3", "tokenizers"), ("safetensors==0.4.0", "safetensors"))))
     assert wheel_cache.missing_pins(str(lock), str(cache), "cpu") == [
-        "numpy==1.17.3", "sacremoses==0.0.53", "six==1.17.0"]
+        "numpy==1.17.3", "sacremoses==0.0.53", "safetensors==0.4.0", "six==1.17.0"]
     allowed, stray = wheel_cache.sorted_files(str(lock), str(cache), "cpu")
     assert [os.path.basename(path) for path in allowed] == [
-        "gast-0.2.2.tar.gz", "torch-1.3.0-cp37-cp37m-manylinux1_x86_64.whl"]
+        "gast-0.2.2.tar.gz", "tokenizers-0.10.3-cp36-abi3-manylinux1_x86_64.whl",
+        "torch-1.3.0-cp37-cp37m-manylinux1_x86_64.whl"]
     assert [os.path.basename(path) for path in stray] == ["sacremoses-0.0.53-py3-none-any.whl"]
 
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from duel.cell import export, modes
+from duel.cell import export, frameworks, modes
 from duel.host.render import plots
 
 pytestmark = pytest.mark.unit
@@ -103,3 +103,9 @@ def test_the_eager_modes_and_one_graph_mode_share_a_process_eager_first():
     assert modes.joined(("eager", "function")) == "eager+function"
     assert modes.members("eager+function") == ["eager", "function"]
     assert modes.members("eager") == ["eager"]
+
+
+@pytest.mark.unit
+def test_every_framework_with_modes_is_one_entry_of_the_framework_registry():
+    assert modes.frameworks() == frameworks.NAMES
+    assert len({entry.short for entry in frameworks.FRAMEWORKS.values()}) == len(frameworks.NAMES)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from duel.cell import contract, shard
-from duel.host.render import plots
+from duel.host.render import chart_kinds, plots
 from duel.host.tables import summary
 from duel.host.verdicts import statistics
 
@@ -63,7 +63,7 @@ def write_run(folder, cells):
     return summary.read_shards(paths)
 
 
-def draw(frame, folder, kinds=plots.KINDS):
+def draw(frame, folder, kinds=chart_kinds.KINDS):
     folders = {kind: os.path.join(str(folder), kind) for kind in kinds}
     return plots.draw_all(frame, statistics.point_ratios(frame), folders), folders
 

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import openpyxl
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -26,6 +27,12 @@ def processes(medians, size=40, seed=0):
     return [process(median, size, seed * 100 + index) for index, median in enumerate(medians)]
 
 
+def pooled_figure(groups, statistic="median"):
+    """A point's figure from its processes' samples, by the one pooling (replicates.pooled)."""
+    return float(replicates.pooled(statistics.replicate_figures(groups, statistic),
+                                   [len(group) for group in groups], statistic))
+
+
 @pytest.mark.unit
 def test_a_shift_between_processes_is_clear_within_one_process_but_not_over_processes():
     # PyTorch's three processes landed at 1.00, 1.12 and 0.92 (the machine's state), TensorFlow
@@ -36,7 +43,7 @@ def test_a_shift_between_processes_is_clear_within_one_process_but_not_over_proc
     assert statistics.is_clear(low, high, (low + high) / 2, 0.05)
     # ... the same data over processes is not.
     low, high = statistics.bootstrap_ratio(pytorch, tensorflow)
-    ratio = statistics.pooled_figure(pytorch) / statistics.pooled_figure(tensorflow)
+    ratio = pooled_figure(pytorch) / pooled_figure(tensorflow)
     assert low < 1.0 < high and not statistics.is_clear(low, high, ratio, 0.05)
 
 
@@ -45,7 +52,7 @@ def test_a_real_twenty_percent_difference_stays_clear_over_processes():
     pytorch = processes([1.20, 1.23, 1.18], seed=3)
     tensorflow = processes([1.00, 1.02, 0.99], seed=4)
     low, high = statistics.bootstrap_ratio(pytorch, tensorflow)
-    ratio = statistics.pooled_figure(pytorch) / statistics.pooled_figure(tensorflow)
+    ratio = pooled_figure(pytorch) / pooled_figure(tensorflow)
     assert 1.1 < low < ratio < high < 1.35
     assert statistics.verdict(ratio, low, high, 0.05, "PyTorch faster", "TensorFlow faster") == \
         (True, "TensorFlow faster")
@@ -78,8 +85,8 @@ def test_clear_needs_the_whole_interval_beyond_the_minimum_effect_not_only_the_r
 @pytest.mark.unit
 def test_pooled_figures_median_of_medians_and_mean_of_all_samples():
     groups = [[1.0, 2.0, 3.0], [10.0, 10.0, 10.0, 10.0], [4.0]]
-    assert statistics.pooled_figure(groups, "median") == 4.0  # median of 2, 10, 4
-    assert statistics.pooled_figure(groups, "mean") == pytest.approx(50.0 / 8)
+    assert pooled_figure(groups, "median") == 4.0  # median of 2, 10, 4
+    assert pooled_figure(groups, "mean") == pytest.approx(50.0 / 8)
 
 
 @pytest.mark.unit
@@ -326,3 +333,14 @@ def test_adding_a_replicate_runs_only_the_new_round(replicated_run):
     outputs = [line for line in result.stdout.splitlines()
                if line.strip().startswith("output: results/shards/")]
     assert len(outputs) == 2 and all(line.endswith("/r3.parquet") for line in outputs)
+
+
+@pytest.mark.unit
+def test_every_number_of_the_contract_says_how_a_points_processes_pool_it():
+    identity = set(name for name, _ in contract.IDENTITY)
+    numeric = [name for name, kind in contract.COLUMNS if name not in identity and (
+        pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+        or pa.types.is_list(kind))]
+    ways = {name: [rule for rule in replicates.POOLED if name in rule] for name in numeric}
+    assert [name for name, rules in ways.items() if len(rules) != 1] == []
+    assert set().union(*replicates.POOLED) <= set(contract.NAMES)

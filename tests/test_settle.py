@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import QUICK, shard_file, snakemake, write_config
+from test_replicates import pooled_figure
 from duel.host.plan import layout
 from duel.host.tables import summary
 from duel.host.verdicts import pairs, settle, statistics
@@ -34,7 +35,7 @@ def test_the_judge_uses_welchs_t_with_several_processes_and_a_bootstrap_with_one
     rng = np.random.default_rng(3)
     processes = lambda levels: [level * np.exp(0.01 * rng.standard_normal(30)) for level in levels]
     top, bottom = processes([1.00, 1.10, 0.95]), processes([1.00, 1.02, 1.05])
-    side = lambda groups: pairs.Side("ok", statistics.pooled_figure(groups), 30 * len(groups),
+    side = lambda groups: pairs.Side("ok", pooled_figure(groups), 30 * len(groups),
                                      groups)
     judged = statistics.judge(side(top), side(bottom), "median", 0.05, "top", "bottom")
     expected = statistics.welch_ratio(statistics.replicate_figures(top, "median"),

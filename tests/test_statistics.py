@@ -305,12 +305,15 @@ def test_the_statistics_page_is_one_table_per_section_coloured_by_verdict(frame)
 
 
 def paired_points(pytorch, tensorflow):
-    """Rows of a pair's points: {model: [per point: replicate figures]} for each side."""
+    """Rows of a pair's points: {model: [per point: replicate figures]} for each side (each
+    process ten samples at its figure)."""
     rows = []
     for model in pytorch:
         for top, bottom in zip(pytorch[model], tensorflow[model]):
             rows.append({"model": model, "replicate_figures_pt": top,
-                         "replicate_figures_tf": bottom})
+                         "replicate_figures_tf": bottom,
+                         "replicate_samples_pt": [[figure] * 10 for figure in top],
+                         "replicate_samples_tf": [[figure] * 10 for figure in bottom]})
     return pd.DataFrame(rows)
 
 

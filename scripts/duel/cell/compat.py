@@ -42,6 +42,8 @@ import importlib
 import inspect
 import platform
 
+from . import frameworks
+
 
 # What transformers 2.1.1's Auto classes build for each model type it knows: (config, bare model
 # for inference, model with its language-modelling head for training); TensorFlow's are "TF" +
@@ -70,7 +72,6 @@ _AUTO_MAPPINGS = {
 # What a task's class is, in a message saying it is missing.
 _TASK_CLASSES = {"inference": "model", "training": "model with a language-modelling head",
                  "generation": "model with a causal language-modelling head"}
-FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 # What 2.1.1 configs call the vocabulary size, where it is not ``vocab_size``.
 _LEGACY_VOCAB_KEYS = {"xlnet": "n_token", "transfo-xl": "n_token", "xlm": "n_words"}
 # Model types whose 4.x mask code cannot be traced (see jit_trace).
@@ -128,14 +129,15 @@ def config_class_name(model_type):
 def auto_class_name(model_type, framework, task):
     """The class transformers' Auto classes build ``model_type`` with in ``framework`` for
     ``task`` (_AUTO_MAPPINGS), or None where this transformers has none."""
-    prefix = "TF_" if framework == "tensorflow" else ""
+    prefix = frameworks.FRAMEWORKS[framework].class_prefix
+    prefix += "_" if prefix else ""
     module = _auto_module("modeling_tf" if framework == "tensorflow" else "modeling")
     if module is None:
         return None
     if getattr(module, prefix + "MODEL_MAPPING_NAMES", None) is None and \
             getattr(module, prefix + "MODEL_MAPPING", None) is None:  # 2.1.1: no mappings
         name = _legacy(model_type, 1 if task == "inference" else 2)
-        return ("TF" + name if prefix and name else name)
+        return (prefix[:-1] + name if prefix and name else name)
     config_name = config_class_name(model_type)
     for mapping in _AUTO_MAPPINGS[task]:
         names = getattr(module, prefix + mapping + "_NAMES", None)
@@ -159,7 +161,7 @@ def missing_class(model_type, framework, task):
         return None
     what = _TASK_CLASSES[task]
     return ("transformers %s has no %s %s for model type %r" % (
-        transformers_version(), FRAMEWORK_NAMES[framework], what, model_type))
+        transformers_version(), frameworks.label(framework), what, model_type))
 
 
 def encoder_only(model_type, architecture):
@@ -186,7 +188,7 @@ def generation_unsupported(model_type, framework):
     if name is None or hasattr(model_class(name), "generate"):
         return None
     return "transformers %s has no generate for %s's %s" % (
-        transformers_version(), FRAMEWORK_NAMES[framework], name)
+        transformers_version(), frameworks.label(framework), name)
 
 
 def generate_arguments(prompt_length, new_tokens, pad_token_id):
@@ -201,8 +203,8 @@ def generate_arguments(prompt_length, new_tokens, pad_token_id):
 def unshared_classes(model_type, task):
     """Why the PyTorch and TensorFlow classes of ``model_type`` cannot share weights (TensorFlow's
     is not "TF" + PyTorch's: another head), or None."""
-    names = [auto_class_name(model_type, framework, task) for framework in FRAMEWORK_NAMES]
-    if None in names or names[1] == "TF" + names[0]:
+    names = [auto_class_name(model_type, framework, task) for framework in frameworks.NAMES]
+    if None in names or names[1] == frameworks.FRAMEWORKS["tensorflow"].class_prefix + names[0]:
         return None
     return ("transformers %s builds model type %r as %s in PyTorch but %s in TensorFlow: not "
             "the same weights" % (transformers_version(), model_type, names[0], names[1]))

@@ -7,13 +7,10 @@ quiet, one framework per process, the thread count. Python 3.6-compatible, like 
 import argparse
 import os
 
-# torch.compile compiles in the calling process (no background workers finishing kernels while
-# samples are taken, on the cores the cell times with).
-FRAMEWORK_ENVIRONMENT = {
-    "pytorch": {"USE_TF": "0", "USE_TORCH": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"},
-    "tensorflow": {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"},
-    "both": {"USE_TORCH": "AUTO", "USE_TF": "AUTO", "TF_USE_LEGACY_KERAS": "1"},
-}
+from . import frameworks
+
+# A process of both frameworks (the reference job) lets transformers load either.
+BOTH = {"USE_TORCH": "AUTO", "USE_TF": "AUTO", "TF_USE_LEGACY_KERAS": "1"}
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -33,7 +30,8 @@ def prepare_process(framework, device, threads):
 
     A cpu cell hides the GPUs: TensorFlow would otherwise place its operations on a GPU.
     """
-    os.environ.update(FRAMEWORK_ENVIRONMENT[framework])
+    os.environ.update(BOTH if framework == "both" else
+                      frameworks.FRAMEWORKS[framework].environment)
     if device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})

@@ -19,7 +19,7 @@ key/value cache; see ``generate_call``).
 import contextlib
 import gc
 
-from .. import compat, models, reference
+from .. import compat, frameworks, models, reference
 
 
 def entered(contexts):
@@ -112,7 +112,7 @@ class Adapter(object):
         if self.task != "generation" or self.mode in self.generation_modes:
             return None
         return "%s mode %s does not run generate (generation modes: %s)" % (
-            compat.FRAMEWORK_NAMES[self.framework], self.mode, ", ".join(self.generation_modes))
+            frameworks.label(self.framework), self.mode, ", ".join(self.generation_modes))
 
     def weights_folder(self, weights_dir):
         """Where the shared weights of this task lie (reference.py)."""

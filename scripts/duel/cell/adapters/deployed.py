@@ -21,8 +21,6 @@ from .. import artifacts, modes
 
 # mode name -> its registry entry (modes.py), deployed modes only
 MODES = {mode.name: mode for mode in modes.MODES if mode.kind in modes.DEPLOYED}
-# The runtime a C/C++ mode's runner is built against (duel/cell/commands/build_runner.py, cpp/).
-RUNTIMES = {"pytorch": "libtorch", "tensorflow": "tensorflow"}
 
 
 def is_deployed(mode):

@@ -18,10 +18,9 @@ import time
 
 from packaging.version import Version
 
-from duel.cell import locks
+from duel.cell import frameworks, locks
 from duel.host.stacks import as_of, eras, releases
 
-PACKAGES = {"pytorch": "torch", "tensorflow": "tensorflow"}
 # Not kept from the lower end: numpy moves with the frameworks' builds (their C ABI), as the
 # release of its day needs it.
 FLOATING = ("numpy",)
@@ -32,11 +31,12 @@ Stack = collections.namedtuple("Stack", "era version date python lock released")
 
 
 def package(framework):
-    return PACKAGES[framework]
+    return frameworks.package(framework)
 
 
 def other(framework):
-    return [PACKAGES[name] for name in PACKAGES if name != framework][0]
+    """The package of the framework a bisection holds while it moves ``framework``."""
+    return [frameworks.package(name) for name in frameworks.NAMES if name != framework][0]
 
 
 def era_name(framework, version):
@@ -46,7 +46,7 @@ def era_name(framework, version):
 def made_eras(envs_dir):
     """The eras under ``envs_dir`` that bisections made (named by era_name): those whose
     environments may be removed when the disk runs short."""
-    pattern = re.compile(r"^(%s)-\d" % "|".join(PACKAGES.values()))
+    pattern = re.compile(r"^(%s)-\d" % "|".join(map(frameworks.package, frameworks.NAMES)))
     return sorted(name for name in (os.listdir(envs_dir) if os.path.isdir(envs_dir) else ())
                   if pattern.match(name))
 

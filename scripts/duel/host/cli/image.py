@@ -1,14 +1,9 @@
 """``duel image build`` and ``duel image run``: an era's image made, a command run in one."""
-import contextlib
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
-import time
 
 from duel.host.cli import command
-from duel.host.stacks import docker_run, image_build, images, python_base, wheel_cache
+from duel.host.stacks import build_image, docker_run, images
 
 BUILD = """Build the image of an era and device.
 
@@ -90,85 +85,17 @@ def check_build(parser, args):
                      % (args.era, args.device, args.era, args.device))
 
 
-@contextlib.contextmanager
-def timed(log, what):
-    """Log how long ``what`` took (the build's phases: base, wheels, image)."""
-    start = time.time()
-    yield
-    log.write("duel image build: %s took %.0f s\n" % (what, time.time() - start))
-    log.flush()
-
-
-def local_base(args, log):
-    """The base --local-base builds on, made here unless the engine has it already."""
-    declared = images.base_of(images.dockerfile(command.CHECKOUT, args.era, args.device))
-    mirror = os.environ.get("DUEL_DEBIAN_MIRROR")
-    python = python_base.python_version(declared)
-    if python is not None:
-        return python_base.make(python, log, mirror)
-    suite = image_build.local_base_suite(declared)
-    if suite is None:
-        raise images.ImageError(
-            "--local-base: the base of %s-%s (%s) is neither a Debian release that debootstrap "
-            "can make nor an official Python image; bring that base in with `docker load` "
-            "instead (containers/README.md)" % (args.era, args.device, declared))
-    base = image_build.LOCAL_BASE_NAME % suite
-    if images.image_id(base) is None:
-        image_build.make_local_base(suite, log, mirror)
-    return base
-
-
-def build_docker(args, log=sys.stderr):
-    name = args.name or images.default_image(command.CHECKOUT, args.era, args.device, "docker")
-    base = args.base
-    if args.local_base:
-        with timed(log, "the base"):
-            base = local_base(args, log)
-    wheels = args.wheels or image_build.default_wheel_folders()
-    if args.wheel_cache:
-        lock = args.lock or os.path.join(
-            command.CHECKOUT, images.lock_of(images.dockerfile(command.CHECKOUT, args.era, args.device)))
-        with timed(log, "the wheel cache"):
-            wheel_cache.fill(lock, args.wheel_cache, args.device, log)
-        wheels = [args.wheel_cache] + list(wheels)
-    with timed(log, "docker build"):
-        found = image_build.build_docker_image(
-            command.CHECKOUT, args.era, args.device, name, base, wheels, args.ca_bundle, args.lock, log)
-    print("%s %s" % (name, found))
-
-
-def build_apptainer(args, log=sys.stderr):
-    engine = shutil.which("apptainer") or shutil.which("singularity")
-    if engine is None:
-        raise images.ImageError("--engine apptainer: apptainer (or singularity) is not installed")
-    if args.base or args.local_base:
-        raise images.ImageError("--engine apptainer takes its base from the definition's From: "
-                                "line; without a registry, build the docker image first and "
-                                "convert it (containers/README.md)")
-    target = os.path.abspath(args.name or images.default_image(
-        command.CHECKOUT, args.era, args.device, "apptainer"))
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="duel-build-") as folder:
-        image_build.build_context(command.CHECKOUT, args.era, args.device, folder,
-                             args.wheels or image_build.default_wheel_folders(),
-                             args.ca_bundle or image_build.default_ca_bundle(), args.lock)
-        words = [engine, "build", "--force", target, "apptainer.def"]
-        log.write("$ %s  (in %s)\n" % (" ".join(words), folder))
-        log.flush()
-        subprocess.run(words, cwd=folder, check=True)
-    print("%s %s" % (target, images.file_digest(target)))
-
-
 def run_build(args):
     try:
-        if args.engine == "docker":
-            build_docker(args)
-        else:
-            build_apptainer(args)
+        name, found = build_image.build(
+            command.CHECKOUT, args.era, args.device, args.engine, name=args.name, base=args.base,
+            local_base=args.local_base, wheels=args.wheels, wheel_cache=args.wheel_cache,
+            ca_bundle=args.ca_bundle, lock=args.lock)
     except images.ImageError as error:
         raise command.Refusal(str(error))
     except subprocess.CalledProcessError as error:
         raise command.Failure(str(error))
+    print("%s %s" % (name, found))
     return command.FINE
 
 

@@ -12,7 +12,7 @@ artifacts and runners go, and a clear refusal where they cannot run.
 import os
 import shutil
 
-from duel.cell import artifacts
+from duel.cell import artifacts, frameworks
 from duel.cell.adapters import deployed
 
 from duel.host.plan import layout
@@ -88,4 +88,4 @@ def runner_record(runners_dir, checkout, era, device, framework):
     """The build record (build.json) of the runner a C/C++ cell of ``framework`` uses."""
     lock = eras.lock_file(checkout, era, device)
     return os.path.join(runners_dir, RUNNER_PATTERN.format(
-        era=era, device=device, runtime=deployed.RUNTIMES[framework], lock_key=eras.lock_key(lock)))
+        era=era, device=device, runtime=frameworks.FRAMEWORKS[framework].runtime, lock_key=eras.lock_key(lock)))

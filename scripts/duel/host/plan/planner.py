@@ -17,7 +17,7 @@ import sys
 
 import yaml
 
-from duel.cell import contract, flops, models, modes
+from duel.cell import contract, flops, frameworks, models, modes
 
 from duel.host.plan import deployment, layout
 from duel.host.stacks import eras as era_envs
@@ -194,7 +194,7 @@ def buildable(model_type, path, model):
     from duel.cell import compat
 
     reason = next((why for why in [compat.missing_class(model_type, framework, "inference")
-                                   for framework in compat.FRAMEWORK_NAMES]
+                                   for framework in frameworks.NAMES]
                    + [compat.unshared_classes(model_type, "inference")] if why), None)
     if reason:
         raise PlanError("%s: model %r cannot run: %s" % (path, model, reason))

@@ -59,10 +59,9 @@ def verdict_lines(results_dir=layout.RESULTS):
     equivalent and those undecided (statistics.pair_counts), the geometric-mean ratio and the
     processes it rests on; then the largest clear differences and where the files are. From
     results/statistics/ (none before it exists)."""
-    folder = os.path.join(results_dir, layout.STATISTICS)
     try:
-        pairs = pd.read_csv(os.path.join(folder, "pairs.csv"))
-        ratios = pd.read_csv(os.path.join(folder, "ratios.csv"))
+        pairs = pd.read_csv(os.path.join(results_dir, layout.PAIRS))
+        ratios = pd.read_csv(os.path.join(results_dir, layout.RATIOS))
     except (OSError, ValueError):
         return []
     text = ["Verdict (PyTorch time / TensorFlow time; < 1: PyTorch faster):"]
@@ -87,12 +86,13 @@ def verdict_lines(results_dir=layout.RESULTS):
                            row["mode_tf"], row["ratio"], row["ci_low"], row["ci_high"],
                            " (disturbed)" if pd.notna(row.get("disturbed")) else ""))
     try:
-        text += generation.lines(pd.read_csv(os.path.join(folder, "generation.csv")))
+        text += generation.lines(pd.read_csv(os.path.join(results_dir, layout.GENERATION)))
     except (OSError, ValueError):
         pass
     text.append("Files: %s (spreadsheet), %s, %s"
-                % (os.path.join(results_dir, "summary.xlsx"),
-                   os.path.join(folder, "statistics.html"), os.path.join(results_dir, layout.PLOTS)))
+                % (os.path.join(results_dir, layout.SPREADSHEET),
+                   os.path.join(results_dir, layout.STATISTICS_PAGE),
+                   os.path.join(results_dir, layout.PLOTS)))
     return text
 
 

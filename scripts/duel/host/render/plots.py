@@ -39,13 +39,10 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from duel.cell import contract, modes  # noqa: E402
-
-from duel.host.render import chart_kinds  # noqa: E402
 from duel.host.stacks import eras  # noqa: E402
 from duel.host.tables import scopes, summary  # noqa: E402
 from duel.host.verdicts import pairs, statistics, timeline  # noqa: E402
 
-KINDS = chart_kinds.KINDS
 FORMATS = ("png", "svg")
 STYLE = {
     "svg.fonttype": "none",  # text stays text in the SVG: searchable and editable

@@ -39,13 +39,13 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 import pandas as pd
 
-from duel.cell import contract
+from duel.cell import contract, frameworks
 from duel.cell.adapters.deployed import MODES as DEPLOYED_MODES
 
 from duel.host.tables import breakdown, published_2019, scopes, summary
 from duel.host.verdicts import generation, pairs, statistics, timeline
 
-FRAMEWORK_SHORT = {name: short.upper() for name, short in scopes.FRAMEWORK_SHORT.items()}
+FRAMEWORK_SHORT = {name: entry.short.upper() for name, entry in frameworks.FRAMEWORKS.items()}
 MODE_SHORT = {"function": "func", "torchscript": "jit"}
 TASK_SHORT = {"training": "train"}
 NOT_AVAILABLE = "N/A"

@@ -12,12 +12,13 @@ import re
 import subprocess
 import tempfile
 
-from duel.cell import locks
+from duel.cell import frameworks, locks
 from duel.host.stacks import eras
 
 # What a cell imports, beside the standard library: the frameworks, transformers, and the shard
 # writer's numpy and pyarrow.
-REQUIREMENTS = ("torch", "tensorflow", "transformers", "numpy", "pyarrow")
+FRAMEWORK_PACKAGES = tuple(frameworks.package(name) for name in frameworks.NAMES)
+REQUIREMENTS = FRAMEWORK_PACKAGES + ("transformers", "numpy", "pyarrow")
 PYTHONS = ("3.11", "3.7", "3.6")  # at hand here, newest first
 PLATFORM = "x86_64-manylinux_2_28"  # accepts every older manylinux wheel too
 LABELLED = (("torch", "torch"), ("tensorflow", "TensorFlow"), ("transformers", "transformers"))

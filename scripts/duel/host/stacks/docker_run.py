@@ -11,9 +11,8 @@ With ``--record-image`` it appends ``--image NAME --image-digest ID`` to the com
 shard names the image that produced it. The checkout's commit is handed in as DUEL_GIT_COMMIT
 (the image has no git). A container that fails or is killed fails the job with a message saying
 so; a job that is stopped stops its container; a container left behind by a killed earlier run
-of the same job is removed before the new one starts. The workflow's jobs run it as
-``python -m duel.host.stacks.docker_run --image ... -- COMMAND``; a person through
-``duel image run``.
+of the same job is removed before the new one starts. The workflow's jobs and a person run it
+as ``duel image run --image ... -- COMMAND`` (the exit status is the container's).
 """
 import argparse
 import hashlib
@@ -122,27 +121,6 @@ def run(args):
     status = process.wait()
     if status != 0:
         meaning = EXIT_MEANINGS.get(status, "the command in the container failed")
-        sys.stderr.write("docker_run: container %s of image %s ended with status %d: %s\n"
+        sys.stderr.write("duel image run: container %s of image %s ended with status %d: %s\n"
                          % (name, args.image, status, meaning))
     return status
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    check_command(parser, args)
-    return args
-
-
-def main(argv=None):
-    """A job's launcher: the container's exit status, or 1 with one line when none could run."""
-    try:
-        return run(parse_args(argv))
-    except images.ImageError as error:
-        sys.stderr.write("docker_run: %s\n" % error)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

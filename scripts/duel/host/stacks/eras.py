@@ -55,37 +55,15 @@ def in_workflow_env(era, device, lock=None):
     return lock is None or not workflow_env_mismatches(lock)
 
 
-def lock_pins(lock):
-    """(name, version) of every ``name==version`` line of a lock file (hash options ignored)."""
-    with open(lock) as handle:
-        text = handle.read().replace("\\\n", " ")
-    pins = []
-    for line in text.splitlines():
-        words = line.split("#")[0].split()
-        if words and "==" in words[0]:
-            name, _, version = words[0].partition("==")
-            pins.append((name.split("[")[0], version))
-    return pins
-
-
 @functools.lru_cache(maxsize=None)
 def _mismatches(lock, digest):
-    from importlib import metadata
-
-    wrong = []
-    for name, version in lock_pins(lock):
-        try:
-            installed = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            installed = None
-        if installed is None or installed.split("+")[0] != version.split("+")[0]:
-            wrong.append("%s==%s (here: %s)" % (name, version, installed or "not installed"))
-    return tuple(wrong)
+    return tuple("%s==%s (here: %s)" % (name, pinned, found or "not installed")
+                 for name, pinned, found in locks.drift(locks.installed(), locks.read_pins(lock)))
 
 
 def workflow_env_mismatches(lock):
-    """The pins of ``lock`` this interpreter's environment does not hold (a local version label
-    such as torch's +cpu aside); empty when the workflow's own environment is that lock's."""
+    """The pins of ``lock`` this interpreter's environment does not hold, by the one drift rule
+    (locks.drift: a local label such as +cpu counts); empty when the environment is that lock's."""
     return list(_mismatches(lock, lock_sha256(lock)))
 MARKER = "duel-env.json"
 REGISTRY = os.path.join("envs", "eras.yaml")
@@ -309,7 +287,7 @@ def install(pip, lock, log):
     log.flush()
     uv = os.path.join(os.path.dirname(sys.executable), "uv")
     if answer.returncode != 0 and os.path.exists(uv) and any(
-            version.endswith("+cpu") for _, version in lock_pins(lock)):
+            version.endswith("+cpu") for version in locks.read_pins(lock).values()):
         # A CPU build of torch is on PyTorch's own index, which uv's torch backend knows.
         options, environment = pip_sources.uv_options(pip_sources.pip_settings(pip[0]))
         command = [uv, "pip", "install", "--python", pip[0], "--no-deps", "--require-hashes",
@@ -366,8 +344,6 @@ def ensure_env(era, lock, prefix, log=sys.stderr):
         return build_env(era, lock, prefix, log)
 
 
-# A lock's pin line: the name (extras kept) and the version, without its hash options.
-PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)")
 CONDA_ENV = """# Era "{era}" as a conda environment, for `snakemake --sdm conda`.
 # The same pins as {lock} (duel lock writes them; tests/test_code_rules.py keeps them equal).
 channels:
@@ -392,7 +368,7 @@ def write_conda_twin(checkout, lock):
         with open(path, "w") as handle:
             handle.write(CONDA_ENV.format(era=era[0].name, lock=lock, python=era[0].python))
     with open(os.path.join(checkout, lock)) as handle:
-        pins = [match.group(0) for match in map(PIN_LINE.match, handle) if match]
+        pins = [match.group(0) for match in map(locks.PIN.match, handle) if match]
     with open(path) as handle:
         lines = handle.read().splitlines()
     lines = lines[:lines.index("  - pip:") + 1] + ["      - " + pin for pin in pins]

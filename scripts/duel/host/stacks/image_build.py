@@ -37,14 +37,17 @@ def local_wheels(lock_path, folders, python, device):
     builds it in the image, and the wheel cache keeps the archive, not a wheel built here)."""
     pins = locks.read_pins(lock_path)
     interpreters = {"cp%d%d" % python, "py%d%d" % python, "py%d" % python[0]}
+    # A stable-ABI wheel (abi3) of CPython X.Y runs on every later X.Z.
+    stable = {"cp%d%d" % (python[0], minor) for minor in range(2, python[1] + 1)}
     other = re.compile(r"^cu\d+" if device == "cpu" else r"^cpu")
     found = []
     for folder in folders:
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
             if name.endswith(".whl"):
                 project, version, _, tags = parse_wheel_filename(name)
-                fits = any(tag.interpreter in interpreters for tag in tags) and not other.match(
-                    version.local or "")
+                fits = any(tag.interpreter in interpreters or (
+                    tag.abi == "abi3" and tag.interpreter in stable) for tag in tags) and \
+                    not other.match(version.local or "")
             elif name.endswith(SOURCE_ARCHIVES):
                 project, version = parse_sdist_filename(name)
                 fits = True

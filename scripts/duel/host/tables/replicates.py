@@ -32,13 +32,31 @@ from duel.cell import contract
 POINT_IDENTITY = [name for name, _ in contract.IDENTITY if name != "replicate"]
 NOISY_SPREAD = 1.10  # a point whose replicates differ by more than 10% is marked noisy
 STATUS_SEVERITY = list(contract.FAILED) + ["skipped", "ok"]  # the first present wins
-LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff")
+# How a point's processes pool each number of the contract (a test holds every numeric column
+# of duel/cell/contract.py to exactly one of these; text columns agree or are listed):
+# the largest (memory, errors, what went wrong most) ...
+LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff", "gc_collections", "compiles",
+           "recompiles", "graph_breaks")
+# ... the median of the processes' values (costs and times around the samples) ...
 MEDIAN_OF = ("point_wall_s", "setup_s", "first_call_ms", "point_cost_s", "planned_samples",
-             "kept_steal_ms", "kept_other_cpu_ms", "first_token_ms", "per_token_ms",
-             "tokens_per_s", "first_token_first_call_ms")
+             "kept_steal_ms", "kept_other_cpu_ms", "startup_s", "job_wall_s", "steal_ms",
+             "other_cpu_ms", "export_s", "artifact_load_ms", "load_ms", "canary_before_ms",
+             "canary_after_ms", "first_token_ms", "per_token_ms", "tokens_per_s",
+             "first_token_first_call_ms")
+# ... from every process's samples (pooled) ...
 SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")
-# Lists of a row of its own (a process's samples and canary calibration): a point has none.
+# ... one value where the processes agree (settings, sizes, the machine's facts), else the first
+# process's (the long sheet keeps each) ...
+AGREED = ("attempt", "remeasure", "counted", "warmup_calls", "repeat", "number", "canary_score",
+          "canary_center_ms", "canary_spread", "diff_tolerance", "loss_start", "loss_end",
+          "train_steps", "learning_rate", "artifact_bytes", "flops", "cpu_max_mhz",
+          "logical_cpus", "threads", "seed", "slurm_cpus_per_task", "slurm_cpus_on_node",
+          "slurm_mem_mb", "lock_match", "drift_accepted")
+# ... made again from the pooled figure ...
+DERIVED = ("achieved_gflops",)
+# ... or none: lists of a row of its own (a process's samples and canary calibration).
 PER_ROW_LISTS = ("samples", "canary_calibration_ms", "marked_samples", "first_token_samples")
+POOLED = (LARGEST, MEDIAN_OF, SAMPLE_STATISTICS, AGREED, DERIVED, PER_ROW_LISTS)
 ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spread",
          "replicate_cv", "noisy", "machines"]
 # The columns that say which machine a row ran on (machine).
@@ -76,6 +94,11 @@ def _worst(group):
     return status, message
 
 
+def _plain(value):
+    """A numpy scalar as the Python number it holds (an integer stays one)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _known(value):
     return None if value is None or pd.isna(value) else value
 
@@ -103,6 +126,19 @@ def _agreed(values):
     return distinct[0]
 
 
+def pooled(figures, counts, statistic):
+    """A point's figure from its processes' figures (along the last axis) and sample counts:
+    duel's median of the process medians (a slow process counts once, however many samples it
+    took), timeit's mean of every sample (the process means weighted by their counts, as the
+    2019 script pooled its repeats). The one pooling: the point table, the bootstrap and the
+    geometric mean's interval read it."""
+    figures = np.asarray(figures, dtype=np.float64)
+    if statistic == "median":
+        return np.median(figures, axis=-1)
+    counts = np.broadcast_to(np.asarray(counts, dtype=np.float64), figures.shape)
+    return np.sum(figures * counts, axis=-1) / np.sum(counts, axis=-1)
+
+
 def _timing(ok, statistic):
     """The timing columns of a point from its ok replicates' rows (sorted by replicate).
 
@@ -119,18 +155,18 @@ def _timing(ok, statistic):
     per_replicate = [np.asarray(samples, dtype=np.float64) for samples in ok["samples"]]
     figures = [float(value) for value in ok[statistic]]
     counts = np.array([samples.size for samples in per_replicate], dtype=np.float64)
-    pooled = np.concatenate(per_replicate)
+    every = np.concatenate(per_replicate)
     columns = {
         "replicate_samples": [[float(value) for value in samples] for samples in per_replicate],
         "replicate_figures": figures,
-        "samples": [float(value) for value in pooled],
-        "n_samples": int(pooled.size),
-        "mean": float(np.sum(ok["mean"].astype(float).values * counts) / counts.sum()),
-        "median": float(np.median(ok["median"].astype(float).values)),
-        "std": float(np.std(pooled, ddof=1)) if pooled.size > 1 else 0.0,
-        "min": float(pooled.min()),
-        "max": float(pooled.max()),
-        "p90": float(np.percentile(pooled, 90)),
+        "samples": [float(value) for value in every],
+        "n_samples": int(every.size),
+        "mean": float(pooled(ok["mean"].astype(float).values, counts, "mean")),
+        "median": float(pooled(ok["median"].astype(float).values, counts, "median")),
+        "std": float(np.std(every, ddof=1)) if every.size > 1 else 0.0,
+        "min": float(every.min()),
+        "max": float(every.max()),
+        "p90": float(np.percentile(every, 90)),
     }
     if min(figures) > 0:
         columns["replicate_spread"] = max(figures) / min(figures)
@@ -152,7 +188,7 @@ def _point(group, columns):
     for name in LARGEST:
         if name in group:
             values = group[name].dropna()
-            record[name] = float(values.max()) if len(values) else None
+            record[name] = _plain(values.max()) if len(values) else None
     for name in MEDIAN_OF:
         if name in group:
             values = group[name].dropna()

@@ -7,7 +7,7 @@ framework and the mode (COMPARED); a table of results is one scope and one of ea
 """
 import pandas as pd
 
-from duel.cell import contract
+from duel.cell import contract, frameworks
 
 from duel.host.tables import summary
 
@@ -15,9 +15,6 @@ SCOPE = ["era", "device", "precision", "task", "method"]
 COMPARED = ["framework", "mode"]
 TABLE_KEYS = SCOPE[:2] + COMPARED + SCOPE[2:]
 MODEL_INPUT = ["model", "batch_size", "seq_len", "point"]
-FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
-# Short names: a pair's column suffixes (mode_pt, mode_tf) and, upper-case, the sheets' names.
-FRAMEWORK_SHORT = {"pytorch": "pt", "tensorflow": "tf"}
 # How a point that has no time is shown: skipped is the 2019 sheets' N/A.
 STATUS_LABELS = {"skipped": "N/A", "oom": "OOM", "error": "error", "killed": "killed",
                  "timeout": "timeout"}
@@ -39,7 +36,7 @@ def status_label(status):
 
 
 def series_label(framework, mode):
-    return "%s %s" % (FRAMEWORK_NAMES.get(framework, framework), mode)
+    return "%s %s" % (frameworks.label(framework), mode)
 
 
 def file_stem(values):
@@ -55,7 +52,8 @@ def versions(group):
     """'torch 2.13.0, TensorFlow 2.21.0': each framework's version in a group of rows."""
     found = []
     for framework, rows in group.groupby("framework", sort=True):
-        name = "torch" if framework == "pytorch" else FRAMEWORK_NAMES.get(framework, framework)
+        name = frameworks.package(framework) if framework == "pytorch" else \
+            frameworks.label(framework)
         version = rows["framework_version"].dropna()
         found.append("%s %s" % (name, version.iloc[0] if len(version) else "?"))
     return ", ".join(found)

@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import pandas as pd
 
-from duel.cell import modes
+from duel.cell import frameworks, modes
 from duel.host.stacks import eras
 from duel.host.tables import scopes, summary
 
@@ -21,7 +21,7 @@ JUDGED = ["n_samples", "replicate_samples"]  # to carry where the sides are judg
 # A PyTorch/TensorFlow pair: the mode registry's two frameworks (top, bottom), each side's
 # suffix (_pt, _tf), and the keys of one pair of modes in a scope (mode_pt, mode_tf).
 FRAMEWORKS = modes.frameworks()
-FRAMEWORK_SUFFIXES = tuple("_" + scopes.FRAMEWORK_SHORT[name] for name in FRAMEWORKS)
+FRAMEWORK_SUFFIXES = tuple("_" + frameworks.FRAMEWORKS[name].short for name in FRAMEWORKS)
 PAIR = scopes.SCOPE + ["mode" + suffix for suffix in FRAMEWORK_SUFFIXES]
 # One side of a pair as the judge (statistics.judge) reads it.
 Side = namedtuple("Side", "status reported_ms n_samples replicate_samples")

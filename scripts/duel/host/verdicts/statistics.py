@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from duel.cell import contract
+from duel.cell import contract, frameworks
 
 from duel.host.tables import published_2019, replicates, scopes
 from duel.host.verdicts import pairs
@@ -81,14 +81,6 @@ def _as_replicates(series):
     return [np.asarray(samples, dtype=np.float64) for samples in series]
 
 
-def _pooled(figures, counts, statistic):
-    """The point figure from per-replicate figures (rows: resamples): the median of the
-    replicate medians, or the mean of all samples (replicate means weighted by their counts)."""
-    if statistic == "median":
-        return np.median(figures, axis=-1)
-    return np.sum(figures * counts, axis=-1) / np.sum(counts, axis=-1)
-
-
 def resampled_figure(series, statistic, resamples, rng):
     """``resamples`` bootstrap values of a point's pooled figure.
 
@@ -108,15 +100,7 @@ def resampled_figure(series, statistic, resamples, rng):
         within = np.column_stack([_resampled(group, function, resamples, rng)
                                   for group in groups])
         figures[:, slot] = within[np.arange(resamples), chosen[:, slot]]
-    return _pooled(figures, sizes[chosen], statistic)
-
-
-def pooled_figure(series, statistic="median"):
-    """A point's figure from its replicates (the same pooling as the bootstrap)."""
-    groups = _as_replicates(series)
-    function = STATISTICS[statistic]
-    figures = np.array([function(group) for group in groups])
-    return float(_pooled(figures, np.array([group.size for group in groups]), statistic))
+    return replicates.pooled(figures, sizes[chosen], statistic)
 
 
 def bootstrap_interval(series, statistic="median", confidence=CONFIDENCE,
@@ -269,7 +253,7 @@ def verdict(ratio, low, high, min_effect, faster_below, faster_above, shift=1.0)
 def _not_ok(status, framework):
     if status == "ok":
         return None
-    return "%s %s" % (scopes.FRAMEWORK_NAMES[framework], scopes.status_label(status))
+    return "%s %s" % (frameworks.label(framework), scopes.status_label(status))
 
 
 # What the judge found of two sides (pairs.Side): ``verdict`` None where a side is not ok
@@ -334,7 +318,7 @@ def machines_apart(row):
     in a phrase, or None: a side's processes ran on several machines, or the two sides on
     different ones (an interval between processes assumes draws from one machine)."""
     kind = "CPU models" if row["device"] == "cpu" else "GPU models"
-    names = [scopes.FRAMEWORK_NAMES[framework] for framework in pairs.FRAMEWORKS]
+    names = [frameworks.label(framework) for framework in pairs.FRAMEWORKS]
     counts = [row["machines" + suffix] for suffix in pairs.FRAMEWORK_SUFFIXES]
     mixed = ["%s's processes ran on %d %s" % (name, count, kind)
              for name, count in zip(names, counts) if not pd.isna(count) and count > 1]
@@ -425,18 +409,13 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     return pd.concat(blocks, ignore_index=True)  # one block per pair, models as they ran
 
 
-def _pooled_figures(figures, statistic):
-    """The pooled figure of each resample from chosen replicate figures (rows: resamples)."""
-    return np.median(figures, axis=-1) if statistic == "median" else np.mean(figures, axis=-1)
-
-
 def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resamples=RESAMPLES,
                      seed=SEED):
     """Percentile bootstrap interval of the geometric-mean ratio of a pair's points: (low,
     high), or (None, None) without several processes on both sides.
 
-    ``paired``: one row per point, with each side's replicate figures
-    (``replicate_figures_pt``, ``..._tf``) and ``model``. A process measured every
+    ``paired``: one row per point, with each side's replicate figures and samples
+    (``replicate_figures_pt``, ``replicate_samples_tf``, ...) and ``model``. A process measured every
     point of its cell, so whole processes are resampled: per resample, each model's cell on
     each side draws its replicates with replacement once, and every point of that cell pools
     the same draw. The points' ratios then move together as they did between runs.
@@ -449,13 +428,17 @@ def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resample
         for side in pairs.FRAMEWORK_SUFFIXES:
             figures = [np.asarray(value, dtype=np.float64)
                        for value in cell["replicate_figures" + side]]
+            sizes = [np.array([len(samples) for samples in value], dtype=np.float64)
+                     for value in cell["replicate_samples" + side]]
             count = min(len(value) for value in figures)
             if count < 2:
                 return None, None
-            draws[side] = (figures, rng.integers(0, count, size=(resamples, count)))
+            draws[side] = (figures, sizes, rng.integers(0, count, size=(resamples, count)))
         for index in range(len(cell)):
-            top, bottom = (_pooled_figures(draws[side][0][index][draws[side][1]], statistic)
-                           for side in pairs.FRAMEWORK_SUFFIXES)
+            top, bottom = (replicates.pooled(figures[index][chosen], sizes[index][chosen],
+                                             statistic)
+                           for figures, sizes, chosen in map(draws.get,
+                                                             pairs.FRAMEWORK_SUFFIXES))
             logs += np.log(top / bottom)
             counted += 1
     if not counted:
@@ -492,7 +475,8 @@ def pair_summary(ratios, points=None):
     intervals = {}
     if points is not None:
         paired = pairs.framework_ratios(_with_machines(scopes.prepared(points)),
-                                        carry=["replicate_figures"] + MACHINE_CARRY)
+                                        carry=["replicate_figures", "replicate_samples"]
+                                        + MACHINE_CARRY)
         if not paired.empty:
             paired = paired[(paired["status_pt"] == "ok") & (paired["status_tf"] == "ok")]
             for values, group in paired.groupby(pairs.PAIR, sort=False):

@@ -154,12 +154,12 @@ class Jobs:
 
     def launcher(self, record_image):
         """The words before a job's interpreter: the package's path, inside the era's container
-        for runner docker (duel/host/stacks/docker_run.py)."""
+        for runner docker (``duel image run``: duel/host/stacks/docker_run.py)."""
 
         def words(wildcards, threads):
             if self.runner != "docker":
                 return self.cell_path
-            words = [sys.executable, "-m", "duel.host.stacks.docker_run",
+            words = [sys.executable, "-m", "duel.host.cli", "image", "run",
                      "--image", self.era_image(wildcards), "--device", device_of(wildcards),
                      "--threads", str(threads), "--checkout", self.checkout,
                      "--mount", self.models_dir]

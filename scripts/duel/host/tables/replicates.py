@@ -51,7 +51,8 @@ AGREED = ("attempt", "remeasure", "counted", "warmup_calls", "repeat", "number",
           "canary_center_ms", "canary_spread", "diff_tolerance", "loss_start", "loss_end",
           "train_steps", "learning_rate", "artifact_bytes", "flops", "cpu_max_mhz",
           "logical_cpus", "threads", "seed", "slurm_cpus_per_task", "slurm_cpus_on_node",
-          "slurm_mem_mb", "lock_match", "drift_accepted")
+          "slurm_mem_mb", "lock_match", "drift_accepted", "new_tokens", "tokens_agree",
+          "token_margin", "token_tolerance")
 # ... made again from the pooled figure ...
 DERIVED = ("achieved_gflops",)
 # ... or none: lists of a row of its own (a process's samples and canary calibration).

@@ -94,7 +94,9 @@ def _geomean(judged, name):
     paired = pd.DataFrame([{
         "model": record["model"],
         "replicate_figures_pt": record["pt"][name + "_figures"],
-        "replicate_figures_tf": record["tf"][name + "_figures"]} for record in judged
+        "replicate_figures_tf": record["tf"][name + "_figures"],
+        "replicate_samples_pt": record["pt"][name + "_samples"],
+        "replicate_samples_tf": record["tf"][name + "_samples"]} for record in judged
         if record[name].ratio])
     low, high = statistics.geomean_interval(paired, "median")
     return float(np.exp(np.mean(np.log(ratios)))), low, high

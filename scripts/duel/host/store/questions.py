@@ -60,7 +60,7 @@ NOISE_COLUMNS = ["counted_points", "disturbed_points", "steal_share", "noisy", "
 
 
 def flag(value):
-    """A stored mark as True, False or None (unknown: null, or a run stored without it)."""
+    """A stored mark as True, False or None (unknown: not recorded)."""
     return None if value is None or pd.isna(value) else bool(value)
 
 

@@ -226,12 +226,14 @@ def in_todays_columns(path):
 
 
 def site_of(store, out):
-    """The site ``duel publish`` makes of the store: {file: its bytes}."""
+    """The site ``duel publish`` makes of the store: {file: its bytes, the minute it was
+    published left out}."""
     published = duel("publish", out, "--store", store)
     assert published.returncode == 0, published.stderr
-    return dict((os.path.relpath(os.path.join(folder, name), str(out)),
-                 open(os.path.join(folder, name), "rb").read())
-                for folder, _, names in os.walk(str(out)) for name in names)
+    return dict((os.path.relpath(os.path.join(folder, name), str(out)), re.sub(
+        rb"Published \d{4}-\d\d-\d\d \d\d:\d\d UTC", b"Published",
+        open(os.path.join(folder, name), "rb").read()))
+        for folder, _, names in os.walk(str(out)) for name in names)
 
 
 @pytest.mark.unit

@@ -56,7 +56,8 @@ def run_rows(index, samples, rng):
                     row.update(era="current", device="cpu", framework=framework, mode=mode,
                                precision="fp32", task="inference", model=model,
                                replicate=replicate, batch_size=batch, seq_len=length,
-                               method="duel", status="ok", samples=values.tolist(),
+                               method="duel", status="ok", attempt=1, counted=True,
+                               samples=values.tolist(),
                                n_samples=samples, median=float(np.median(values)),
                                mean=float(values.mean()), started_at=started,
                                cpu_model="Synthetic CPU", threads=2, hostname="scale")

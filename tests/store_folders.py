@@ -1,10 +1,13 @@
 """Results folders as the workflow leaves them (shards and a run manifest), made of small real
-shards, for the tests of the results store."""
+shards, for the tests of the results store; and a process holding a store's writer lock."""
 import json
 import os
+import subprocess
+import sys
 
-from conftest import cell_rows
+from conftest import SCRIPTS, cell_rows
 from duel.cell import conditions, shard
+from duel.host.store import archive
 
 CELLS = (("pytorch", "eager"), ("tensorflow", "eager"))
 STEAL = 0.09  # a noisy host's steal: 9% of the CPU time, beyond the judge's 5%
@@ -56,3 +59,18 @@ def results_folder(root, run_id, started_at, scale=1.0, machine="test-machine",
                                "cpu_model": "Test CPU", "gpus": []},
                    "planned_shards": written, "shards": written}, handle)
     return results
+
+
+def hold_lock(store):
+    """Another process holding the store's writer lock, as a writer does; it says who it is."""
+    script = ("import fcntl, sys, time\n"
+              "from duel.host.store import archive\n"
+              "handle = open(sys.argv[1], 'a+')\n"
+              "archive._lock(handle, sys.argv[2], 5)\n"
+              "print('held', flush=True)\n"
+              "time.sleep(600)\n")
+    holder = subprocess.Popen([sys.executable, "-c", script, os.path.join(store, archive.LOCK),
+                               store], stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONPATH=SCRIPTS))
+    assert holder.stdout.readline().strip() == "held"
+    return holder

@@ -1,6 +1,8 @@
-"""The results store: every run kept, adds idempotent and atomic, readers never blocked, the
-version-1 store still read, and the history's questions answered (duel/host/store/)."""
+"""The results store: every run kept, adds idempotent and atomic, readers never blocked, a store
+of an older version read and migrated, a newer one refused, and the history's questions
+answered (duel/host/store/)."""
 import glob
+import hashlib
 import json
 import os
 import re
@@ -11,13 +13,23 @@ import sys
 import time
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import DUEL, QUICK, REPO, snakemake, write_config
 from duel.host.store import archive, ingest, questions
-from store_folders import STEAL, results_folder
+from store_folders import STEAL, hold_lock, results_folder
 
 V1 = os.path.join(REPO, "tests", "data", "store-v1")
+# A store of the previous release, written by Duel at ef4e008's own workflow: two runs of
+# tiny-bert-16pos (tests/data/models) at 1x8, PyTorch eager and TensorFlow eager and function
+# each in a process of its own, two processes per cell (replicates 2, QUICK's timing).
+EF4E008 = os.path.join(REPO, "tests", "data", "store-ef4e008")
+EF4E008_POINTS = ["tiny-bert-16pos/%s/1x8" % cell
+                  for cell in ("pytorch/eager", "tensorflow/eager", "tensorflow/function")]
+# The columns of a store's files at each version (archive.RUN_SCHEMA and POINTS_SCHEMA).
+COLUMNS_OF_VERSION = {2: "3dfedea513307ef9b69bad4ac8448a03b69b20684ed929e1a2f9dbafcfe9fbf2"}
 DAY = "2026-01-%02dT00:00:00+00:00"
 
 
@@ -165,11 +177,223 @@ def test_the_version_1_store_opens_and_answers(tmp_path):
     assert questions.history(store, [point])["noisy"].tolist() == [None, None, True]
     listed = duel("runs", "--store", store)
     assert listed.returncode == 0 and listed.stdout.count("noisy") == 1, listed.stdout
-    newer = tmp_path / "newer"
-    shutil.copytree(V1, str(newer))
-    (newer / archive.VERSION_FILE).write_text("%d\n" % (archive.VERSION + 1))
-    answer = duel("runs", "--store", newer)
-    assert answer.returncode == 2 and "update it" in answer.stderr
+    assert archive.version(store) == archive.VERSION  # the add migrated it
+
+
+def answers(store):
+    """What duel runs, history and trend print of the ef4e008 store's points (trend: 1 where it
+    finds a step), and every stored row (the points view, in a fixed order)."""
+    said = [duel("runs", "--store", store, "--csv"),
+            duel("history", *EF4E008_POINTS, "--store", store, "--csv"),
+            duel("trend", *EF4E008_POINTS, "--store", store)]
+    assert [answer.returncode for answer in said][:2] == [0, 0], [a.stderr for a in said]
+    assert said[2].returncode in (0, 1) and said[2].stdout, said[2].stderr
+    rows = archive.query(store, "SELECT * FROM points ORDER BY run_id, shard, mode, replicate, "
+                                "attempt, batch_size, seq_len")
+    return [answer.stdout for answer in said], rows
+
+
+def answered(store):
+    """The same questions asked in this process: the runs, the points' history and trend, and
+    every stored row."""
+    points = [questions.parse_point(point) for point in EF4E008_POINTS]
+    return [questions.run_table(store), questions.history(store, points),
+            questions.trend(store, points), archive.query(
+                store, "SELECT * FROM points ORDER BY run_id, shard, mode, replicate")]
+
+
+def assert_same(found, expected):
+    for table, before in zip(found, expected):
+        pd.testing.assert_frame_equal(table, before)
+
+
+def files_of(store):
+    """{path under the store: (inode, modification time)} of every file in it."""
+    return dict((os.path.relpath(os.path.join(folder, name), store),
+                 (os.stat(os.path.join(folder, name)).st_ino,
+                  os.stat(os.path.join(folder, name)).st_mtime_ns))
+                for folder, _, names in os.walk(store) for name in names)
+
+
+def leftovers(store):
+    return [name for name in os.listdir(store)
+            if name.startswith((archive.BEFORE_MIGRATION, archive.INCOMING, archive.REPLACED))]
+
+
+def in_todays_columns(path):
+    schema = archive.RUN_SCHEMA if path.endswith(archive.RUN_FILE) else archive.POINTS_SCHEMA
+    return pq.read_schema(path).equals(schema)
+
+
+def site_of(store, out):
+    """The site ``duel publish`` makes of the store: {file: its bytes, the minute it was
+    published left out}."""
+    published = duel("publish", out, "--store", store)
+    assert published.returncode == 0, published.stderr
+    return dict((os.path.relpath(os.path.join(folder, name), str(out)), re.sub(
+        rb"Published \d{4}-\d\d-\d\d \d\d:\d\d UTC", b"Published",
+        open(os.path.join(folder, name), "rb").read()))
+        for folder, _, names in os.walk(str(out)) for name in names)
+
+
+@pytest.mark.unit
+def test_a_store_of_the_previous_release_is_migrated_once_by_its_first_writer(tmp_path):
+    """Read as it is, migrated under the lock by the first writer and only by it: every value
+    kept, duel runs, history, trend and publish saying the same before and after."""
+    store = str(tmp_path / "store")
+    shutil.copytree(EF4E008, store)
+    old = dict((path, pq.read_table(path))
+               for path in glob.glob(os.path.join(store, "runs", "*", "*.parquet")))
+    untouched = files_of(store)
+    said, rows = answers(store)
+    site = site_of(store, tmp_path / "site-before")
+    assert said[0].count("\n") == 3 and said[1].count("\n") == 7 and len(rows) == 12
+    assert archive.version(store) == 1 and files_of(store) == untouched  # readers write nothing
+    holder = hold_lock(store)
+    try:  # no migration without the writer's lock
+        locked = duel("store", "check", "--fix", "--store", store,
+                      env=dict(os.environ, **{archive.LOCK_WAIT_ENV: "1"}))
+        assert locked.returncode != 0 and "is locked by" in locked.stderr, locked.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert archive.version(store) == 1
+    assert dict((path, when) for path, when in files_of(store).items()
+                if path != archive.LOCK) == untouched
+    first = duel("store", "check", "--fix", "--store", store)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count("migrating it to version %d" % archive.VERSION) == 1, first.stderr
+    assert archive.version(store) == archive.VERSION and leftovers(store) == []
+    for path, table in old.items():  # every file in today's columns, every value kept
+        assert in_todays_columns(path), path
+        migrated = pq.read_table(path)
+        for name in table.column_names:
+            assert migrated.column(name).to_pylist() == table.column(name).to_pylist(), name
+    said_after, rows_after = answers(store)
+    assert said_after == said
+    pd.testing.assert_frame_equal(rows_after, rows)
+    assert site_of(store, tmp_path / "site-after") == site
+    migrated_files = files_of(store)
+    added = duel("store", "add", results_folder(tmp_path / "a", "20260103T000000Z-3", DAY % 3),
+                 "--store", store)
+    assert added.returncode == 0 and "migrating" not in added.stderr, added.stderr
+    assert all(files_of(store)[path] == migrated_files[path] for path in migrated_files
+               if path.startswith(archive.RUNS + os.sep))
+    assert all(in_todays_columns(path) for path in
+               glob.glob(os.path.join(archive.run_folder(store, "20260103T000000Z-3"), "*")))
+
+
+def grown_old_store(store, copies):
+    """The ef4e008 store with each run copied ``copies`` times under new run ids, every file in
+    the columns and types that release wrote (only run_id changed), without an index."""
+    shutil.copytree(EF4E008, store)
+    os.remove(os.path.join(store, archive.INDEX))
+    for run_id in archive.run_ids(store):
+        for copy in range(copies):
+            new_id = "%s-copy%d" % (run_id, copy)
+            os.makedirs(archive.run_folder(store, new_id))
+            for path in glob.glob(os.path.join(archive.run_folder(store, run_id), "*")):
+                table = pq.read_table(path)
+                where = table.schema.get_field_index("run_id")
+                table = table.set_column(where, table.schema.field(where), pa.array(
+                    [new_id] * table.num_rows, table.schema.field(where).type))
+                pq.write_table(table, os.path.join(archive.run_folder(store, new_id),
+                                                   os.path.basename(path)))
+
+
+@pytest.mark.unit
+def test_a_migration_killed_midway_leaves_a_store_that_reads_and_migrates_on_the_next_write(
+        tmp_path):
+    store = str(tmp_path / "store")
+    grown_old_store(store, copies=10)
+    every = archive.run_ids(store)
+    before = answered(store)
+    migrating = subprocess.Popen(DUEL + ["store", "check", "--fix", "--store", store],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while len(glob.glob(os.path.join(store, archive.BEFORE_MIGRATION + "*"))) < 3:
+        assert migrating.poll() is None and time.time() < deadline, migrating.communicate()
+        time.sleep(0.005)
+    migrating.send_signal(signal.SIGKILL)
+    migrating.wait(30)
+    # Midway: some runs migrated, their old files kept aside; the version still the old one.
+    assert archive.version(store) == 1
+    migrated = [run_id for run_id in archive.run_ids(store) if in_todays_columns(
+        glob.glob(os.path.join(archive.run_folder(store, run_id), "points-*"))[0])]
+    assert 3 <= len(migrated) < len(every)
+    assert len(glob.glob(os.path.join(store, archive.BEFORE_MIGRATION + "*"))) >= len(migrated)
+    assert_same(answered(store), before)
+    # As a kill between a run's two renames leaves it: its old folder aside, none in its place.
+    caught = sorted(set(every) - set(migrated))[0]
+    os.rename(archive.run_folder(store, caught),
+              os.path.join(store, archive.BEFORE_MIGRATION + caught))
+    again = duel("store", "check", "--fix", "--store", store)
+    assert again.returncode == 0 and "migrating" in again.stderr, again.stderr
+    assert archive.version(store) == archive.VERSION and leftovers(store) == []
+    assert archive.run_ids(store) == every
+    assert all(in_todays_columns(path)
+               for path in glob.glob(os.path.join(store, "runs", "*", "*.parquet")))
+    assert_same(answered(store), before)
+
+
+@pytest.mark.unit
+def test_a_run_folder_copied_in_from_an_older_store_is_set_aside_by_name(tmp_path):
+    store = str(tmp_path / "store")
+    ingest.add_folder(store, results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1),
+                      create=True)
+    old = archive.run_ids(EF4E008)[0]
+    shutil.copytree(archive.run_folder(EF4E008, old), archive.run_folder(store, old))
+    with archive.writing(store):
+        pass
+    assert archive.run_ids(store) == ["20260101T000000Z-1"]
+    with open(os.path.join(store, archive.SET_ASIDE, old, "DAMAGED")) as handle:
+        assert "not in this store's columns (version %d)" % archive.VERSION in handle.read()
+
+
+@pytest.mark.unit
+def test_a_store_newer_than_this_duel_is_refused_in_one_line_before_any_work(tmp_path):
+    store = str(tmp_path / "newer")
+    shutil.copytree(EF4E008, store)
+    with open(os.path.join(store, archive.VERSION_FILE), "w") as handle:
+        handle.write("%d\n" % (archive.VERSION + 1))
+    untouched = files_of(store)
+    first, second = archive.run_ids(store)
+    folder = results_folder(tmp_path / "a", "20260103T000000Z-3", DAY % 3)
+    site, comparison = tmp_path / "site", tmp_path / "comparison"
+    for args in (("store", "add", folder), ("store", "check", "--fix"), ("store", "rm", first),
+                 ("store", "sql", "SELECT 1"), ("runs",), ("history", EF4E008_POINTS[0]),
+                 ("trend",), ("publish", site), ("compare", first, second, "--output",
+                                                 comparison)):
+        answer = duel(*args, "--store", store)
+        assert answer.returncode == 2, (args, answer.stderr)
+        assert answer.stderr.count("\n") == 1, (args, answer.stderr)
+        assert "version %d store" % (archive.VERSION + 1) in answer.stderr, (args, answer.stderr)
+    assert files_of(store) == untouched
+    assert not os.path.exists(str(site)) and not os.path.exists(str(comparison))
+
+
+@pytest.mark.unit
+def test_the_stored_columns_change_only_with_the_version():
+    columns = [[(field.name, str(field.type)) for field in schema]
+               for schema in (archive.RUN_SCHEMA, archive.POINTS_SCHEMA)]
+    digest = hashlib.sha256(json.dumps(columns).encode()).hexdigest()
+    assert COLUMNS_OF_VERSION.get(archive.VERSION) == digest, (
+        "the store's columns changed: raise archive.VERSION, make archive.migrated read a store "
+        "of the version before, and add {%d: %r} to COLUMNS_OF_VERSION"
+        % (archive.VERSION + 1, digest))
+
+
+@pytest.mark.unit
+def test_a_run_record_column_the_store_does_not_declare_is_refused(tmp_path):
+    store = str(tmp_path / "store")
+    archive.create(store)
+    results = results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1)
+    rows = ingest.shard_rows(results, glob.glob(os.path.join(results, "shards", "**",
+                                                             "*.parquet"), recursive=True))
+    with pytest.raises(ValueError, match="not declared in archive.RUN_SCHEMA: energy_j"):
+        archive.add(store, "20260101T000000Z-1", rows,
+                    lambda frame: {"run_id": "20260101T000000Z-1", "energy_j": 1.0})
+    assert archive.run_ids(store) == []
 
 
 @pytest.mark.unit

@@ -7,16 +7,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import DUEL, SCRIPTS
+from conftest import DUEL
 from duel.cell import files
 from duel.host.provenance import runs
 from duel.host.store import archive, ingest
-from store_folders import results_folder
+from store_folders import hold_lock, results_folder
 
 pytestmark = pytest.mark.unit
 
@@ -121,21 +120,6 @@ def test_add_to_a_folder_that_is_not_a_store_is_refused_unless_asked_to_create_o
     assert not os.path.exists(mistyped)
     assert duel("store", "add", folder, "--store", mistyped, "--create").returncode == 0
     assert archive.run_ids(mistyped) == ["20260101T000000Z-1"]
-
-
-def hold_lock(store):
-    """Another process holding the store's writer lock, as a writer does; it says who it is."""
-    script = ("import fcntl, sys, time\n"
-              "from duel.host.store import archive\n"
-              "handle = open(sys.argv[1], 'a+')\n"
-              "archive._lock(handle, sys.argv[2], 5)\n"
-              "print('held', flush=True)\n"
-              "time.sleep(600)\n")
-    holder = subprocess.Popen([sys.executable, "-c", script, os.path.join(store, archive.LOCK),
-                               store], stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, PYTHONPATH=SCRIPTS))
-    assert holder.stdout.readline().strip() == "held"
-    return holder
 
 
 def test_a_held_lock_is_waited_on_for_a_bounded_time_naming_its_holder(tmp_path, capfd):

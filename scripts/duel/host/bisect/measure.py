@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 
-import duckdb
 import numpy as np
 import yaml
 
@@ -43,13 +42,10 @@ def stored(store, point, era, lock, machine, since=""):
            "p.framework_build, p.cpu_model FROM points p JOIN runs r USING (run_id) "
            "WHERE p.era = ? AND p.lock_sha256 = ? AND r.machine = ? AND p.model = ? "
            "AND p.framework = ? AND p.mode = ? AND p.batch_size = ? AND p.seq_len = ? "
-           "AND r.started_at >= ? AND coalesce(p.counted, true) ORDER BY r.started_at, p.run_id")
-    try:
-        rows = archive.query(store, sql, [era, eras.lock_sha256(lock), machine, point.model,
-                                          point.framework, point.mode, point.batch_size,
-                                          point.seq_len, since], views=("runs", "points"))
-    except duckdb.BinderException:  # a store without a run yet lacks these columns
-        return None
+           "AND r.started_at >= ? AND p.counted ORDER BY r.started_at, p.run_id")
+    rows = archive.query(store, sql, [era, eras.lock_sha256(lock), machine, point.model,
+                                      point.framework, point.mode, point.batch_size,
+                                      point.seq_len, since], views=("runs", "points"))
     if rows.empty:
         return None
     newest = rows[rows["run_id"] == rows["run_id"].iloc[-1]]

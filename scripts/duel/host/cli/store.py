@@ -14,7 +14,7 @@ results folder made anywhere: another machine, a SLURM cluster, an older Duel ve
 on the way in). Adding twice stores once. `rm` takes a wrong run out of every history, and later
 adds leave it out (`add --restore RUN` brings it back). `check` reads every file of the store and
 names the runs that cannot be read; with --fix it sets them aside (set-aside/ in the store), out
-of every question. `sql` runs a query over the views runs (a row per run), points (a row per
+of every question, and migrates a store an older Duel wrote (as any add does, once). `sql` runs a query over the views runs (a row per run), points (a row per
 point, process and attempt, samples included) and figures (the same rows without samples, with
 their run's machine, start and commit), e.g.
   duel store sql "SELECT machine, count(*) FROM runs GROUP BY machine" """
@@ -84,7 +84,8 @@ def add(subparsers):
          command.BAD_INPUT: "bad input: " + not_a_store},
         ["duel store check", "duel store check --fix"])
     checking.add_argument("--fix", action="store_true",
-                          help="set the damaged runs aside (set-aside/ in the store)")
+                          help="set the damaged runs aside (set-aside/ in the store); migrate "
+                               "a store an older Duel wrote")
     asking = command.add(
         actions, "sql", "Run a SQL query over the views runs, points and figures.",
         {command.FINE: None, command.BAD_INPUT: "bad input: a query that fails, " + not_a_store},
@@ -130,12 +131,13 @@ def check(store, fix):
     runs = archive.run_ids(store)
     for run_id in sorted(damaged):
         print("damaged: %s: %s" % (run_id, damaged[run_id]))
-    if fix and damaged:
+    if fix:  # the writer's lock: an older store is migrated first
         with archive.writing(store) as before:
             for run_id in sorted(damaged):
                 if os.path.isdir(archive.run_folder(store, run_id)):  # not set aside already
                     archive.set_aside(store, run_id, damaged[run_id])
-            archive.reindex(store, before, sorted(damaged))
+            if damaged:
+                archive.reindex(store, before, sorted(damaged))
     print("%s: %d runs, %d damaged%s" % (store, len(runs), len(damaged),
                                          ", set aside" if fix and damaged else
                                          (": duel store check --fix sets them aside"

@@ -1,6 +1,6 @@
 """The store's files: a folder of Parquet files per run, added atomically, read through DuckDB.
 
-Layout (store version 1), under the store folder (config key ``store``, default results/store):
+Layout (store version 2), under the store folder (config key ``store``, default results/store):
 
     VERSION                              the layout's version
     runs/<run id>/run.parquet            one row: when, where, what, how many points, headline,
@@ -20,6 +20,18 @@ Layout (store version 1), under the store folder (config key ``store``, default 
     .incoming-<pid>-<n>/                 an add being written; a killed add's is removed later
     .replaced-<run id>/                  a run's folder while an add puts its grown copy in
                                          place; a killed add's is put back by the next writer
+    .before-migration-<run id>/          a run's files as an older version wrote them, kept
+                                         until the migrated store's index is written
+
+Every run's files are in the columns declared here (RUN_SCHEMA, POINTS_SCHEMA), and VERSION
+changes with them (the index is derived: made again whenever its columns differ from
+INDEX_SCHEMA). Version 1 differed only in those columns: a points file held the data contract
+of the Duel that added it, in the types pandas gave it, and a run record lacked the columns
+recorded since. A store of an older version is read through ``migrated`` (its files in today's
+columns, in memory) until the next writer migrates it, once, under the lock (``migrate``); a
+store newer than this code is refused in one line. That is the one place that knows an older
+store: readers and writers assume today's columns. A run folder moves between stores of one
+version; ``duel store add`` of its results folder works across versions.
 
 Why Parquet files under DuckDB views rather than one DuckDB database file: DuckDB lets a single
 process open a database file for writing and no other process open it meanwhile, so every
@@ -49,9 +61,9 @@ import pyarrow.parquet as pq
 
 from duel.cell import contract, files
 from duel.host.plan import layout
-from duel.host.tables import scopes
+from duel.host.tables import scopes, summary
 
-VERSION = 1
+VERSION = 2
 VERSION_FILE = "VERSION"
 RUNS = "runs"
 RUN_FILE = "run.parquet"
@@ -59,6 +71,7 @@ POINTS_GLOB = "points-*.parquet"
 INCOMING = ".incoming-"
 REMOVED = ".removed-"
 REPLACED = ".replaced-"  # a run's folder while its grown copy takes its place
+BEFORE_MIGRATION = ".before-migration-"  # a run's old folder while its store migrates
 LOCK = ".lock"
 REMOVED_RUNS = "removed.json"
 BISECTIONS = "bisections"
@@ -68,6 +81,21 @@ LOCK_WAIT_S = 300.0  # a writer waits this long for another's lock, then gives u
 LOCK_WAIT_ENV = "DUEL_STORE_LOCK_WAIT_S"  # set: that many seconds instead
 LOCK_SAY_S = 10.0  # and says who holds it this often meanwhile
 STORE_COLUMNS = ("run_id", "shard", "shard_sha256")  # what a stored row adds to a shard's
+# The columns of a points file: the data contract's, in its types, then the store's own.
+POINTS_SCHEMA = pa.schema(list(contract.COLUMNS) + [(name, pa.string()) for name in STORE_COLUMNS])
+# The one row of a run.parquet (ingest.describer makes it): when, where, what, its headline, how
+# disturbed its host was and where its noise lay (null: not recorded when the run was stored).
+RUN_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("store_version", pa.int64()), ("started_at", pa.string()),
+    ("ended_at", pa.string()), ("status", pa.string()), ("machine", pa.string()),
+    ("hostname", pa.string()), ("cpu_model", pa.string()), ("cpu_flags", pa.string()),
+    ("logical_cpus", pa.int64()), ("gpus", pa.string()), ("git_commit", pa.string()),
+    ("git_dirty", pa.bool_()), ("eras", pa.string()), ("devices", pa.string()),
+    ("threads", pa.string()), ("lock_sha256", pa.string()), ("points", pa.int64()),
+    ("processes", pa.int64()), ("headline", pa.string()), ("counted_points", pa.int64()),
+    ("disturbed_points", pa.int64()), ("steal_share", pa.float64()), ("noisy", pa.bool_()),
+    ("sample_sd", pa.float64()), ("between_sd", pa.float64()), ("noise_ratio", pa.float64()),
+    ("manifest", pa.string()), ("source", pa.string()), ("added_at", pa.string())])
 INDEX = "index.parquet"
 # The index: a row per stored row, its run's when and where, and only what a figure needs.
 RUN_INDEXED = ("machine", "started_at", "git_commit")
@@ -130,14 +158,23 @@ def version(store):
     return found
 
 
+def _write_version(store):
+    with files.atomic_path(os.path.join(store, VERSION_FILE)) as partial:
+        with open(partial, "w") as handle:
+            handle.write("%d\n" % VERSION)
+
+
 def create(store):
-    """Make an empty store at ``store`` if none is there; its version either way."""
+    """Make an empty store at ``store`` if none is there; its version either way (a newer
+    store is refused before anything is written)."""
+    if os.path.exists(os.path.join(store, VERSION_FILE)):
+        found = version(store)
+    else:
+        os.makedirs(store, exist_ok=True)
+        _write_version(store)
+        found = VERSION
     os.makedirs(os.path.join(store, RUNS), exist_ok=True)
-    if not os.path.exists(os.path.join(store, VERSION_FILE)):
-        with files.atomic_path(os.path.join(store, VERSION_FILE)) as partial:
-            with open(partial, "w") as handle:
-                handle.write("%d\n" % VERSION)
-    return version(store)
+    return found
 
 
 def run_folder(store, run_id):
@@ -196,9 +233,10 @@ def _lock(handle, store, wait_s):
 @contextlib.contextmanager
 def writing(store, wait_s=None):
     """Hold the store's writer lock (waiting ``wait_s`` at most for another writer: default
-    $DUEL_STORE_LOCK_WAIT_S, else LOCK_WAIT_S); clear what a killed writer left, set damaged
-    runs aside, and make the index again where it does not match the runs (a run folder copied
-    in by hand, a store from before the index). Yields the index. Readers take no lock."""
+    $DUEL_STORE_LOCK_WAIT_S, else LOCK_WAIT_S); clear what a killed writer left, migrate a
+    store of an older version, set damaged runs aside, and make the index again where it does
+    not match the runs (a run folder copied in by hand). Yields the index. Readers take no
+    lock."""
     create(store)
     if wait_s is None:
         wait_s = float(os.environ.get(LOCK_WAIT_ENV) or LOCK_WAIT_S)
@@ -207,10 +245,14 @@ def writing(store, wait_s=None):
         for left in _in(store, INCOMING + "*") + _in(store, REMOVED + "*"):
             shutil.rmtree(left, ignore_errors=True)
         _finish_replacing(store)
+        if version(store) < VERSION:
+            migrate(store)
         index = _current_index(store)
         if index is None:
-            index = index_table(store, set_aside_damaged=True)
+            index = _index_of_runs(store, older=False, set_aside_damaged=True)
             _write_index(store, index)
+        for left in _in(store, BEFORE_MIGRATION + "*"):  # a migration's old files: the index
+            shutil.rmtree(left, ignore_errors=True)  # of the new ones is written
         yield index
 
 
@@ -317,15 +359,22 @@ def _current_index(store):
     return table if _indexed_parts(table) == _parts_on_disk(store) else None
 
 
-def _index_of_run(store, run_id):
-    """The index rows of one stored run, from its files."""
+def _index_of_run(store, run_id, older):
+    """The index rows of one stored run, from its files (``older``: of an older version's store,
+    read through ``migrated``)."""
     folder = run_folder(store, run_id)
     record = pq.read_table(os.path.join(folder, RUN_FILE)).to_pylist()[0]
     tables = []
     for path in sorted(_in(folder, POINTS_GLOB)):
-        names = set(pq.read_schema(path).names)
-        part = pq.read_table(path, columns=[name for name in POINT_INDEXED + ("shard_sha256",)
-                                            if name in names])
+        columns = list(POINT_INDEXED + ("shard_sha256",))
+        if older:
+            part = migrated(path).select(columns)
+        elif pq.read_schema(path).equals(POINTS_SCHEMA):
+            part = pq.read_table(path, columns=columns)
+        else:
+            raise ValueError("%s is not in this store's columns (version %d): a run folder "
+                             "copied in from another version's store? `duel store add` its "
+                             "results folder instead" % (path, VERSION))
         rows = part.num_rows
         columns = []
         for field in INDEX_SCHEMA:
@@ -337,26 +386,29 @@ def _index_of_run(store, run_id):
                 value = record.get(field.name)
                 columns.append(pa.array([None if value is None else str(value)] * rows,
                                         pa.string()))
-            elif field.name in part.column_names:
-                columns.append(part.column(field.name).cast(field.type))
             else:
-                columns.append(pa.nulls(rows, field.type))
+                columns.append(part.column(field.name))
         tables.append(pa.Table.from_arrays(columns, schema=INDEX_SCHEMA))
     return tables
 
 
-def index_table(store, set_aside_damaged=False):
+def index_table(store):
     """Every stored row's figures (INDEX_SCHEMA): the index file where it matches the run
-    folders, else made from them (and written, by a writer). A run that cannot be read is left
-    out and said (``set_aside_damaged``, under the lock: moved to set-aside/)."""
+    folders, else made from them (a writer writes it)."""
     table = _current_index(store)
     if table is not None:
         return table
+    return _index_of_runs(store, older=version(store) < VERSION)
+
+
+def _index_of_runs(store, older, set_aside_damaged=False):
+    """The index made from every run's files. A run that cannot be read is left out and said
+    (``set_aside_damaged``, under the lock: moved to set-aside/)."""
     tables = []
     for run_id in run_ids(store):
         try:
-            tables += _index_of_run(store, run_id)
-        except (OSError, pa.ArrowException, IndexError) as error:
+            tables += _index_of_run(store, run_id, older)
+        except (OSError, pa.ArrowException, IndexError, ValueError) as error:
             problem = damage(store, run_id) or "%s: %s" % (run_folder(store, run_id), error)
             if set_aside_damaged:
                 set_aside(store, run_id, problem)
@@ -376,8 +428,80 @@ def reindex(store, before, changed):
     kept = before.filter(pc.invert(pc.is_in(before.column("run_id"),
                                             value_set=pa.array(sorted(changed), pa.string()))))
     fresh = [table for run_id in sorted(changed) if os.path.isdir(run_folder(store, run_id))
-             for table in _index_of_run(store, run_id)]
+             for table in _index_of_run(store, run_id, older=False)]
     _write_index(store, pa.concat_tables([kept] + fresh))
+
+
+def _typed(table, schema):
+    """``table`` in ``schema``: its columns in that order and cast, those it lacks null, others
+    left out."""
+    return pa.Table.from_arrays(
+        [table.column(field.name).cast(field.type) if field.name in table.column_names
+         else pa.nulls(table.num_rows, field.type) for field in schema], schema=schema)
+
+
+def _record(record):
+    """A run's one-row table in RUN_SCHEMA (a column it lacks, or NaN: null); ValueError naming
+    the columns it holds that RUN_SCHEMA does not declare."""
+    undeclared = sorted(set(record) - set(RUN_SCHEMA.names))
+    if undeclared:
+        raise ValueError("run record columns not declared in archive.RUN_SCHEMA: %s"
+                         % ", ".join(undeclared))
+    return pa.Table.from_arrays([pa.array([record.get(field.name)], field.type, from_pandas=True)
+                                 for field in RUN_SCHEMA], schema=RUN_SCHEMA)
+
+
+def migrated(path):
+    """A file of a store of an older version in today's columns: a points file's rows through
+    the merge's migration (summary.migrated: the values an older Duel left implicit or named
+    otherwise), as today's add would store them; a run record with the columns recorded since
+    null (unknown)."""
+    table = pq.read_table(path)
+    if os.path.basename(path) == RUN_FILE:
+        return _typed(table, RUN_SCHEMA)
+    frame = summary.migrated(table.to_pandas())
+    return _typed(pa.Table.from_pandas(frame, preserve_index=False), POINTS_SCHEMA)
+
+
+def migrate(store):
+    """Make a store of an older version today's (under the lock): each run's files rewritten
+    through ``migrated`` into a new folder that takes the run's place, its old folder kept
+    aside (BEFORE_MIGRATION); then the new index, then VERSION; the old folders go once that
+    is done (``writing``). Killed midway, it leaves every run whole, in one form or the other,
+    under the old version, which readers read either way; the next writer puts back a run
+    caught between its two renames and migrates the runs still in the old form. A run whose
+    files cannot be read is set aside; one that cannot be written stops the migration."""
+    say("%s is a version %d store: migrating it to version %d, once (its old files are kept "
+        "until the new index is written)" % (store, version(store), VERSION))
+    for kept in _in(store, BEFORE_MIGRATION + "*"):
+        folder = run_folder(store, os.path.basename(kept)[len(BEFORE_MIGRATION):])
+        if not os.path.isdir(folder):
+            os.rename(kept, folder)
+    for run_id in run_ids(store):
+        kept = os.path.join(store, BEFORE_MIGRATION + run_id)
+        if os.path.isdir(kept):  # migrated already, by a migration killed later
+            continue
+        folder = run_folder(store, run_id)
+        try:
+            tables = [(os.path.basename(path), migrated(path)) for path in
+                      [os.path.join(folder, RUN_FILE)] + sorted(_in(folder, POINTS_GLOB))]
+        except (OSError, pa.ArrowException, ValueError) as error:
+            set_aside(store, run_id, damage(store, run_id) or "%s: %s" % (folder, error))
+            continue
+        incoming = _incoming(store)
+        for name, table in tables:
+            pq.write_table(table, os.path.join(incoming, name))
+        os.rename(folder, kept)
+        os.rename(incoming, folder)
+    _write_index(store, _index_of_runs(store, older=False, set_aside_damaged=True))
+    _write_version(store)
+
+
+def _incoming(store):
+    """A new hidden folder of the store for files that become a run by one rename."""
+    incoming = os.path.join(store, "%s%d-%d" % (INCOMING, os.getpid(), next(_counter)))
+    os.makedirs(incoming)
+    return incoming
 
 
 def _finish_replacing(store):
@@ -418,19 +542,17 @@ def add(store, run_id, points, describe):
         shards = sorted(set(fresh.column("shard_sha256").to_pylist()))
         if not shards:
             return 0
-        incoming = os.path.join(store, "%s%d-%d" % (INCOMING, os.getpid(), next(_counter)))
-        os.makedirs(incoming)
+        incoming = _incoming(store)
         name = part_name(shards)
         if "run_id" in fresh.column_names:
             fresh = fresh.drop_columns(["run_id"])
-        fresh = fresh.append_column("run_id", pa.array([run_id] * fresh.num_rows, pa.string()))
+        fresh = _typed(fresh.append_column(
+            "run_id", pa.array([run_id] * fresh.num_rows, pa.string())), POINTS_SCHEMA)
         pq.write_table(fresh, os.path.join(incoming, name))
         folder = run_folder(store, run_id)
         earlier = sorted(_in(folder, POINTS_GLOB))
-        every = [pq.read_table(path) for path in earlier] + [fresh]
-        frame = pa.concat_tables(every, promote_options="permissive").to_pandas()
-        pq.write_table(pa.Table.from_pylist([describe(frame)]),
-                       os.path.join(incoming, RUN_FILE))
+        frame = pa.concat_tables([pq.read_table(path) for path in earlier] + [fresh]).to_pandas()
+        pq.write_table(_record(describe(frame)), os.path.join(incoming, RUN_FILE))
         _pause("before")
         if earlier:  # a grown copy of the run takes its place: its parts are linked, not copied
             for path in earlier:
@@ -486,8 +608,6 @@ def remove(store, run_id):
 
 
 VIEWS = ("runs", "points", "figures")
-EMPTY_VIEW_COLUMNS = {"runs": ("run_id", "started_at", "machine", "eras"),
-                      "points": ("run_id", "shard_sha256")}
 
 
 def connect(store, views=VIEWS, skip=()):
@@ -495,8 +615,9 @@ def connect(store, views=VIEWS, skip=()):
     point, process and attempt of every run, samples included) and ``figures`` (the index: the
     same rows without samples, with their run's machine, start and commit): SQL over the whole
     store. ``views``: only those (each one over every run's files costs a read of their
-    schemas); ``skip``: run ids left out (damaged)."""
-    version(store)
+    schemas); ``skip``: run ids left out (damaged). A store of an older version is read through
+    ``migrated``, in memory."""
+    older = version(store) < VERSION
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # answers go to pipes and files
     if "figures" in views:
@@ -506,17 +627,19 @@ def connect(store, views=VIEWS, skip=()):
                                                     value_set=pa.array(sorted(skip)))))
         connection.register("figures_table", index)
         connection.execute("CREATE VIEW figures AS SELECT * FROM figures_table")
-    for view, pattern in (("runs", RUN_FILE), ("points", POINTS_GLOB)):
+    for view, pattern, schema in (("runs", RUN_FILE, RUN_SCHEMA),
+                                  ("points", POINTS_GLOB, POINTS_SCHEMA)):
         if view not in views:
             continue
         found = sorted(path for path in _in(os.path.abspath(store), RUNS, "*", pattern)
                        if os.path.basename(os.path.dirname(path)) not in skip)
-        if found:  # the files by name: a path is never read as a pattern
+        if found and not older:  # the files by name: a path is never read as a pattern
             source = "read_parquet([%s], union_by_name = true)" % ", ".join(
                 _literal(path) for path in found)
-        else:  # no run (or none readable): the columns questions filter and sort on
-            source = "(SELECT %s WHERE false)" % ", ".join(
-                "NULL::VARCHAR AS %s" % name for name in EMPTY_VIEW_COLUMNS[view])
+        else:  # no run (or none readable), or an older store's files in today's columns
+            source = view + "_table"
+            connection.register(source, pa.concat_tables(
+                [schema.empty_table()] + [migrated(path) for path in found]))
         connection.execute("CREATE VIEW %s AS SELECT * FROM %s" % (view, source))
     return connection
 
@@ -537,7 +660,8 @@ def query(store, sql, parameters=None, views=VIEWS):
                 return connection.execute(sql, parameters or []).df()
             finally:
                 connection.close()
-        except (duckdb.IOException, duckdb.InvalidInputException) as error:
+        except (duckdb.IOException, duckdb.InvalidInputException, OSError,
+                pa.ArrowException) as error:
             damaged = damaged_runs(store)
             for run_id in sorted(damaged):
                 skipping(run_id, damaged[run_id])

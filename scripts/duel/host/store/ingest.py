@@ -174,17 +174,16 @@ def headline(frame):
 
 
 def _distinct(frame, column):
-    values = frame[column].dropna().astype(str).unique() if column in frame.columns else []
-    return ",".join(sorted(values))
+    return ",".join(sorted(frame[column].dropna().astype(str).unique()))
 
 
 def describer(run_id, record, machine, source):
-    """The function that makes run ``run_id``'s one-row record from all its rows."""
+    """The function that makes run ``run_id``'s one-row record (archive.RUN_SCHEMA) from all its
+    rows, in the store's columns."""
     def describe(frame):
-        rows = summary.migrated(frame)
-        counted = replicates.counted(rows)
+        counted = replicates.counted(frame)
         first = counted.iloc[0] if len(counted) else frame.iloc[0]
-        noise = breakdown.disturbance(rows)
+        noise = breakdown.disturbance(frame)
         where = (record or {}).get("machine") or {}
         started = (record or {}).get("started_at") or _distinct(frame, "started_at").split(",")[0]
         return {
@@ -212,7 +211,7 @@ def describer(run_id, record, machine, source):
             "disturbed_points": noise.disturbed,
             "steal_share": noise.steal_share,
             "noisy": noise.noisy,
-            **variance.run_figures(rows),
+            **variance.run_figures(frame),
             "manifest": json.dumps(record, sort_keys=True) if record else None,
             "source": os.path.abspath(source),
             "added_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -53,14 +53,14 @@ def point_label(row):
 
 RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
                "points", "processes", "headline"]
-# How disturbed a run's host was (breakdown.disturbance), as stored with it; null in a run
-# stored before they were recorded: unknown, not quiet.
+# How disturbed a run's host was (breakdown.disturbance), as stored with it; null where it was
+# not recorded: unknown, not quiet.
 NOISE_COLUMNS = ["counted_points", "disturbed_points", "steal_share", "noisy", "sample_sd",
                  "between_sd", "noise_ratio"]
 
 
 def flag(value):
-    """A stored mark as True, False or None (unknown: null, or a run stored without it)."""
+    """A stored mark as True, False or None (unknown: not recorded)."""
     return None if value is None or pd.isna(value) else bool(value)
 
 
@@ -93,14 +93,11 @@ def run_table(store, machine=None, era=None):
         parameters.append(era)
     table = archive.query(store, "SELECT * FROM runs WHERE %s ORDER BY started_at, run_id"
                           % " AND ".join(where), parameters, views=("runs",))
-    return table.reindex(columns=RUN_COLUMNS + NOISE_COLUMNS)
+    return table[RUN_COLUMNS + NOISE_COLUMNS]
 
 
 def noisy_runs(store):
-    """{run id: its noisy mark (flag)} of every stored run; empty for a store none has."""
-    present = archive.query(store, "SELECT * FROM runs LIMIT 0", views=("runs",)).columns
-    if "noisy" not in present:
-        return {}
+    """{run id: its noisy mark (flag)} of every stored run."""
     table = archive.query(store, "SELECT run_id, noisy FROM runs", views=("runs",))
     return dict(zip(table["run_id"], map(flag, table["noisy"])))
 
@@ -118,7 +115,7 @@ def run_frame(store, run_id):
 
 def _rows(store, points, filters):
     """The counted rows of ``points`` (Points; all where empty) with their runs' when and where."""
-    where, parameters = ["coalesce(counted, true)"], []
+    where, parameters = ["counted"], []
     if points:
         alternatives = []
         for point in points:

@@ -123,15 +123,12 @@ def run_verdicts(store, run_ids):
     failed = {}
     if not len(run_ids):
         return pd.DataFrame(), failed
-    present = set(archive.query(store, "SELECT * FROM points LIMIT 0",
-                                views=("points",)).columns)
-    columns = [name for name in VERDICT_COLUMNS if name in present]
     rows = archive.query(store, "SELECT run_id, %s FROM points WHERE list_contains(?, run_id)"
-                         % ", ".join(columns), [list(run_ids)], views=("points",))
+                         % ", ".join(VERDICT_COLUMNS), [list(run_ids)], views=("points",))
     found = []
     for run_id, frame in rows.groupby("run_id", sort=False):
-        frame = summary.migrated(frame.drop(columns="run_id"))[VERDICT_COLUMNS]
-        frame = replicates.counted(frame).drop(columns=["attempt", "counted"])
+        frame = replicates.counted(frame.drop(columns="run_id")).drop(
+            columns=["attempt", "counted"])
         try:
             points = summary.with_reported(frame)
             ratios = statistics.point_ratios(points)
@@ -534,10 +531,8 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
                                  "a results folder's runs)" % store)
     partial = _fresh_folder(out)
     try:
-        present = set(archive.query(store, "SELECT * FROM runs LIMIT 0", views=("runs",)).columns)
-        runs = archive.query(store, "SELECT %s FROM runs ORDER BY started_at, run_id" % ", ".join(
-            name for name in RUN_COLUMNS if name in present), views=("runs",)).reindex(
-            columns=RUN_COLUMNS)
+        runs = archive.query(store, "SELECT %s FROM runs ORDER BY started_at, run_id"
+                             % ", ".join(RUN_COLUMNS), views=("runs",))
         runs["when"] = _when(runs["started_at"])
         runs["machine"] = runs["machine"].fillna(UNNAMED)
         latest = list(runs["run_id"].iloc[-verdict_runs:]) if verdict_runs else []

@@ -84,6 +84,23 @@ def unbuildable(spec, task, folder, name, log, started):
     return write_manifest(folder, name, {"model": spec.name, "unsupported": reason}, [], started)
 
 
+def _each_length(spec, lengths, extra, make, log):
+    """(lengths made, {length: error line}): ``make(length)`` for each length that leaves the
+    model's positions room for ``extra`` tokens more; a failure is kept as its line (the cells
+    will report the same failure as their rows)."""
+    made, failed = [], {}
+    for length in sorted(set(lengths)):
+        if spec.max_sequence_length is not None and length + extra > spec.max_sequence_length:
+            continue
+        try:
+            make(length)
+            made.append(length)
+        except Exception as error:
+            traceback.print_exc(file=log)
+            failed[str(length)] = contract.error_line(error)
+    return made, failed
+
+
 def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr, started=None):
     """Write the folder described in the module docstring; returns its manifest."""
     import torch
@@ -97,19 +114,13 @@ def make_reference(spec, seed, lengths, folder, token_ids, log=sys.stderr, start
         if not os.path.isdir(path):
             os.makedirs(path)
     model.save_pretrained(pytorch_dir)
-    made, failed = [], {}
-    for length in sorted(set(lengths)):
-        if spec.max_sequence_length is not None and length > spec.max_sequence_length:
-            continue
-        try:
-            with torch.no_grad():
-                outputs = model(torch.tensor(token_ids(spec, 1, length, seed)))
-            hidden = compat.last_hidden_state(outputs)[0].numpy().astype(np.float32)
-            np.save(reference_path(folder, length), hidden)
-            made.append(length)
-        except Exception as error:  # the cells will report the same failure as their rows
-            traceback.print_exc(file=log)
-            failed[str(length)] = contract.error_line(error)
+    def save_outputs(length):
+        with torch.no_grad():
+            outputs = model(torch.tensor(token_ids(spec, 1, length, seed)))
+        hidden = compat.last_hidden_state(outputs)[0].numpy().astype(np.float32)
+        np.save(reference_path(folder, length), hidden)
+
+    made, failed = _each_length(spec, lengths, 0, save_outputs, log)
     del model
     gc.collect()
 
@@ -224,19 +235,13 @@ def make_generation_reference(spec, seed, lengths, new_tokens, folder, token_ids
         if not os.path.isdir(path):
             os.makedirs(path)
     model.save_pretrained(pytorch_dir)
-    made, failed = [], {}
-    for length in sorted(set(lengths)):
-        if spec.max_sequence_length is not None and length + new_tokens > spec.max_sequence_length:
-            continue
-        try:
-            tokens, margins, scale = greedy_steps(
-                model, torch.tensor(token_ids(spec, 1, length, seed)), new_tokens)
-            np.savez(generated_path(folder, length), tokens=tokens, margins=margins,
-                     scale=np.float64(scale))
-            made.append(length)
-        except Exception as error:  # the cells will report the same failure as their rows
-            traceback.print_exc(file=log)
-            failed[str(length)] = contract.error_line(error)
+    def save_tokens(length):
+        tokens, margins, scale = greedy_steps(
+            model, torch.tensor(token_ids(spec, 1, length, seed)), new_tokens)
+        np.savez(generated_path(folder, length), tokens=tokens, margins=margins,
+                 scale=np.float64(scale))
+
+    made, failed = _each_length(spec, lengths, new_tokens, save_tokens, log)
     del model
     gc.collect()
     if _tensorflow(log) is not None:

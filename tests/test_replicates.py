@@ -336,11 +336,26 @@ def test_adding_a_replicate_runs_only_the_new_round(replicated_run):
 
 
 @pytest.mark.unit
-def test_every_number_of_the_contract_says_how_a_points_processes_pool_it():
-    identity = set(name for name, _ in contract.IDENTITY)
-    numeric = [name for name, kind in contract.COLUMNS if name not in identity and (
-        pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
-        or pa.types.is_list(kind))]
-    ways = {name: [rule for rule in replicates.POOLED if name in rule] for name in numeric}
-    assert [name for name, rules in ways.items() if len(rules) != 1] == []
-    assert set().union(*replicates.POOLED) <= set(contract.NAMES)
+def test_every_column_is_pooled_over_processes_as_the_contract_declares(tmp_path):
+    """Three processes give each numeric column 2, 9 and 4 (or 1, 0, 1 for a flag): the point
+    table holds what the column's declared pooling says, for every column so declared."""
+    values = {}
+    for declared in contract.DECLARED:
+        if declared.pool in (contract.KEY, contract.PROCESS, contract.WORST, contract.SAMPLES,
+                             contract.DERIVED, contract.OWN_ROW) or declared.name in (
+                                 "attempt", "remeasure", "counted"):  # which rows count
+            continue
+        if pa.types.is_boolean(declared.type):
+            values[declared.name] = [True, False, True]
+        elif pa.types.is_integer(declared.type) or pa.types.is_floating(declared.type):
+            values[declared.name] = [2, 9, 4]
+    rows = [point_row("pytorch", replicate, 10.0, **dict(
+        (name, column[replicate - 1]) for name, column in values.items()))
+        for replicate in (1, 2, 3)]
+    point = replicates.point_table(merged(tmp_path, rows)).iloc[0]
+    expected = {contract.LARGEST: 9, contract.MEDIAN_OF: 4, contract.AGREED: 2}
+    wrong = dict((name, point[name]) for name, column in values.items()
+                 if name in point and not isinstance(column[0], bool)
+                 and point[name] != expected[contract.BY_NAME[name].pool])
+    assert wrong == {}
+    assert [name for name in values if name not in point] == []

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import REPO
 from duel.cell import contract, files, shard
+from duel.host.render import columns_doc
 
 pytestmark = pytest.mark.unit
 
@@ -67,8 +68,46 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_partial(tmp_path)
     assert files.file_sha256(path) == hashlib.sha256(open(path, "rb").read()).hexdigest()
 
 
-def test_every_contract_column_is_documented_in_the_results_readme():
-    with open(os.path.join(REPO, "results", "README.md")) as handle:
-        text = handle.read()
-    named = set(re.findall(r"`([a-z0-9_]+)`", text.split("## Columns", 1)[1]))
-    assert [name for name in contract.NAMES if name not in named] == []
+def test_the_results_readme_is_written_from_the_contracts_declarations():
+    assert columns_doc.render(columns_doc.head()) == open(
+        os.path.join(REPO, columns_doc.OUTPUT)).read(), (
+        "results/README.md is stale: run .venv/bin/python -m duel.host.render.columns_doc")
+    text = open(os.path.join(REPO, columns_doc.OUTPUT)).read()
+    named = re.findall(r"^\| `([a-z0-9_]+)` \|", text, flags=re.M)
+    assert named == contract.NAMES
+
+
+def test_every_column_is_declared_whole():
+    """A name, a type, a unit where it is a number of something, one pooling, known places and
+    words: a column cannot be added to the shard without saying each."""
+    for declared in contract.DECLARED:
+        assert re.match(r"^[a-z][a-z0-9_]*$", declared.name), declared
+        assert isinstance(declared.type, pa.DataType), declared
+        assert declared.pool in contract.POOLS, declared
+        assert set(declared.shows) <= set(contract.PLACES), declared
+        assert declared.meaning.strip(), declared
+        if declared.name.endswith(("_ms", "_s", "_mb", "_bytes")):
+            assert declared.unit, declared
+    assert len(contract.NAMES) == len(set(contract.NAMES))
+    text = [declared.name for declared in contract.DECLARED
+            if pa.types.is_string(declared.type)]
+    numeric_only = (contract.LARGEST, contract.MEDIAN_OF, contract.SAMPLES, contract.DERIVED)
+    assert [name for name in text if contract.BY_NAME[name].pool in numeric_only] == []
+
+
+def test_the_places_a_column_shows_in_read_the_declaration():
+    """Each place's reader takes its columns from the contract: the store's index and the site's
+    verdict exactly, and every column shown on a chart or in a sheet's table is one its drawing
+    code names."""
+    from duel.host.store import archive, site
+    assert archive.POINT_INDEXED == contract.shown_in(contract.INDEX)
+    assert site.VERDICT_COLUMNS == list(contract.shown_in(contract.SITE))
+    from duel.host.render import spreadsheet
+    host = os.path.join(REPO, "scripts", "duel", "host")
+    for place, modules, read in (
+            (contract.CHART, ["render/plots.py"], ["mean", "median"]),  # the reported time
+            (contract.TABLE, ["render/spreadsheet.py", "verdicts/generation.py"],
+             [name for name, _ in spreadsheet.MEMORY_TABLES])):
+        source = "".join(open(os.path.join(host, module)).read() for module in modules)
+        assert [name for name in contract.shown_in(place)
+                if '"%s"' % name not in source and name not in read] == [], place

@@ -26,7 +26,11 @@ def test_spreadsheet_sheets_layout_and_exact_values(shards, tmp_path):
         "about", "long", "current cpu PT eager duel", "current cpu TF eager duel",
         "current cpu PT eager timeit", "current cpu PT jit duel", "ratio PT-TF", "statistics", "noise",
         "mode speed-up", "GFLOP per s", "cross-era", "timeline", "deployment", "historical 2019",
-        "environment", "time"]
+        "environment", "time", "columns"]
+    columns = sheet_rows(workbook, "columns")
+    assert [row[1] for row in columns[1:]] == contract.NAMES
+    assert columns[1 + contract.NAMES.index("peak_host_rss_mb")][2:4] == [
+        "MiB", contract.POOLS[contract.LARGEST]]
 
     long_rows = sheet_rows(workbook, "long")
     assert long_rows[0][: len(contract.NAMES)] == contract.NAMES

@@ -348,7 +348,7 @@ def environment_names(base, new):
     """The environment columns compared: the contract's (less PER_RUN), then any column of
     either summary outside the contract whose value is the same throughout each process (so a
     hash column added after this code was written is compared too, never a timing column)."""
-    names = [name for name, _ in contract.ENVIRONMENT if name not in PER_RUN]
+    names = [declared.name for declared in contract.ENVIRONMENT if declared.name not in PER_RUN]
     extra = sorted((set(base.frame.columns) | set(new.frame.columns)) - set(contract.NAMES))
     process = CELL + ["replicate"]
     for name in extra:

@@ -55,8 +55,9 @@ SECONDS_FORMAT = "0.00000"
 RATIO_FORMAT = "0.000"
 GFLOPS_FORMAT = "0.00"
 MEMORY_FORMAT = "0.0"
-MEMORY_TABLES = [("peak_host_rss_mb", "peak host memory of the point (RSS), MiB"),
-                 ("peak_device_mb", "peak device memory of the point (allocator), MiB")]
+# A table per memory column the contract shows in a sheet's table, under the words it declares.
+MEMORY_TABLES = [(name, contract.described(name)) for name in contract.shown_in(contract.TABLE)
+                 if contract.BY_NAME[name].unit == "MiB"]
 
 
 def _cell_value(value):
@@ -403,6 +404,16 @@ def write_stacks(sheet, frame):
         _append(sheet, row)
 
 
+def write_columns(workbook):
+    """What each column of the long sheet is, as the contract declares it."""
+    sheet = workbook.create_sheet("columns")
+    _append(sheet, ["group", "column", "unit", "a point's processes pooled", "shows in",
+                    "meaning"], bold=True)
+    for row in contract.doc_rows():
+        _append(sheet, row)
+    sheet.freeze_panes = "A2"
+
+
 def write_about(sheet, sheet_names):
     """The first sheet: what each sheet holds, and the list of sheets."""
     lines = [
@@ -433,6 +444,8 @@ def write_about(sheet, sheet_names):
         ["historical 2019", "the 2019 published averages beside this run's, with hardware"],
         ["environment", "what produced each cell's numbers, per replicate"],
         ["time", "where the jobs' time went, and the points disturbed and run again"],
+        ["columns", "every column of long: its unit, how a point's processes pool it, where it "
+                    "shows besides long, and what it means"],
         [],
         ["sheets"] + list(sheet_names),
     ]
@@ -491,6 +504,7 @@ def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=N
     write_historical(workbook, frame)
     write_environment(workbook, long_frame)
     write_time(workbook, long_frame, references_s)
+    write_columns(workbook)
     write_about(about, workbook.sheetnames[1:])
     with exact_floats():
         workbook.save(path)

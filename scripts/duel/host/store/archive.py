@@ -97,15 +97,14 @@ RUN_SCHEMA = pa.schema([
     ("sample_sd", pa.float64()), ("between_sd", pa.float64()), ("noise_ratio", pa.float64()),
     ("manifest", pa.string()), ("source", pa.string()), ("added_at", pa.string())])
 INDEX = "index.parquet"
-# The index: a row per stored row, its run's when and where, and only what a figure needs.
+# The index: a row per stored row, its run's when and where, and only what a figure needs (the
+# columns the contract shows in the index).
 RUN_INDEXED = ("machine", "started_at", "git_commit")
-POINT_INDEXED = tuple(scopes.SCOPE + scopes.COMPARED) + (
-    "model", "batch_size", "seq_len", "replicate", "attempt", "counted", "status", "median",
-    "mean", "n_samples")
+POINT_INDEXED = contract.shown_in(contract.INDEX)
 INDEX_SCHEMA = pa.schema(
     [("run_id", pa.string()), ("part", pa.string()), ("shard_sha256", pa.string())]
     + [(name, pa.string()) for name in RUN_INDEXED]
-    + [(name, dict(contract.COLUMNS)[name]) for name in POINT_INDEXED])
+    + [(name, contract.BY_NAME[name].type) for name in POINT_INDEXED])
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 # Seconds an add pauses once its files are written and before they become a run (or, with
 # PAUSE_AT_ENV=swap, between the two renames that grow a stored run): lets a test kill an add at

@@ -65,14 +65,10 @@ RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "
                "lock_sha256", "points", "processes", "headline"] + questions.NOISE_COLUMNS
 # A run whose host was noisy, on a chart where runs are points: a cross over its point.
 NOISY_MARKER = dict(linestyle="none", marker="x", color="black", markersize=6, zorder=3)
-# The columns a run's verdict needs: its points' identity, status, samples and machine
-# (summary.py's point table over these alone is the same for the verdict, and a fraction of the
-# work).
-VERDICT_COLUMNS = list(dict.fromkeys(
-    scopes.SCOPE + ["model", "framework", "mode", "batch_size", "seq_len", "replicate", "attempt",
-                    "counted", "status", "message", "samples", "framework_version",
-                    "achieved_gflops"] + list(replicates.SAMPLE_STATISTICS)
-    + replicates.MACHINE_COLUMNS))
+# The columns a run's verdict needs, as the contract shows them on the site: its points'
+# identity, status, samples and machine (summary.py's point table over these alone is the same
+# for the verdict, and a fraction of the work).
+VERDICT_COLUMNS = list(contract.shown_in(contract.SITE))
 SAME_RUN = ["eras", "devices", "git_commit", "lock_sha256"]  # runs alike but for the machine
 UNNAMED = "unnamed-machine"  # a run that recorded neither a machine nor a hostname
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")

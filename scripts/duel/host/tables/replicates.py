@@ -29,35 +29,15 @@ import pandas as pd
 
 from duel.cell import contract
 
-POINT_IDENTITY = [name for name, _ in contract.IDENTITY if name != "replicate"]
+POINT_IDENTITY = list(contract.pooled_by(contract.KEY))
 NOISY_SPREAD = 1.10  # a point whose replicates differ by more than 10% is marked noisy
 STATUS_SEVERITY = list(contract.FAILED) + ["skipped", "ok"]  # the first present wins
-# How a point's processes pool each number of the contract (a test holds every numeric column
-# of duel/cell/contract.py to exactly one of these; text columns agree or are listed):
-# the largest (memory, errors, what went wrong most) ...
-LARGEST = ("peak_host_rss_mb", "peak_device_mb", "max_abs_diff", "gc_collections", "compiles",
-           "recompiles", "graph_breaks")
-# ... the median of the processes' values (costs and times around the samples) ...
-MEDIAN_OF = ("point_wall_s", "setup_s", "first_call_ms", "point_cost_s", "planned_samples",
-             "kept_steal_ms", "kept_other_cpu_ms", "startup_s", "job_wall_s", "steal_ms",
-             "other_cpu_ms", "export_s", "artifact_load_ms", "load_ms", "canary_before_ms",
-             "canary_after_ms", "first_token_ms", "per_token_ms", "tokens_per_s",
-             "first_token_first_call_ms")
-# ... from every process's samples (pooled) ...
-SAMPLE_STATISTICS = ("n_samples", "mean", "median", "std", "min", "max", "p90")
-# ... one value where the processes agree (settings, sizes, the machine's facts), else the first
-# process's (the long sheet keeps each) ...
-AGREED = ("attempt", "remeasure", "counted", "warmup_calls", "repeat", "number", "canary_score",
-          "canary_center_ms", "canary_spread", "diff_tolerance", "loss_start", "loss_end",
-          "train_steps", "learning_rate", "artifact_bytes", "flops", "cpu_max_mhz",
-          "logical_cpus", "threads", "seed", "slurm_cpus_per_task", "slurm_cpus_on_node",
-          "slurm_mem_mb", "lock_match", "drift_accepted", "new_tokens", "tokens_agree",
-          "token_margin", "token_tolerance")
-# ... made again from the pooled figure ...
-DERIVED = ("achieved_gflops",)
-# ... or none: lists of a row of its own (a process's samples and canary calibration).
-PER_ROW_LISTS = ("samples", "canary_calibration_ms", "marked_samples", "first_token_samples")
-POOLED = (LARGEST, MEDIAN_OF, SAMPLE_STATISTICS, AGREED, DERIVED, PER_ROW_LISTS)
+# How a point's processes pool each column: as the contract declares it (contract.POOLS).
+LARGEST = contract.pooled_by(contract.LARGEST)
+MEDIAN_OF = contract.pooled_by(contract.MEDIAN_OF)
+SAMPLE_STATISTICS = contract.pooled_by(contract.SAMPLES)
+DERIVED = contract.pooled_by(contract.DERIVED)
+PER_ROW_LISTS = contract.pooled_by(contract.OWN_ROW)
 ADDED = ["replicates", "replicate_samples", "replicate_figures", "replicate_spread",
          "replicate_cv", "noisy", "machines"]
 # The columns that say which machine a row ran on (machine).
@@ -202,8 +182,7 @@ def _point(group, columns):
             record["achieved_gflops"] = (flops / (record[statistic] / 1000.0) / 1e9
                                          if flops and record[statistic] else None)
     else:  # no pooled time for a point that failed in any process (the long sheet keeps all)
-        for name in ("samples", "n_samples", "mean", "median", "std", "min", "max", "p90",
-                     "achieved_gflops"):
+        for name in ("samples",) + SAMPLE_STATISTICS + DERIVED:
             if name in record:
                 record[name] = None
     return record

@@ -28,7 +28,7 @@ MIGRATED_DEFAULTS = {"precision": "fp32", "replicate": 1, "attempt": 1, "counted
                      "remeasure": 0}
 OLD_DISTURBANCE_RULE = "canary-ratio"
 RENAMED_VALUES = {"method": contract.RENAMED_METHODS}
-ENVIRONMENT = [name for name, _ in contract.ENVIRONMENT]
+ENVIRONMENT = [declared.name for declared in contract.ENVIRONMENT]
 
 
 class ShardError(ValueError):

@@ -2,9 +2,8 @@
 
 The cell (its process environment, the model classes, the deployed runtime), planning, the
 tables, the verdicts and the stacks (the package a lock pins) read a framework's name, label,
-short name, package, class prefix and runtime here and nowhere else. The verdict compares the
-first two as a time ratio with one side each (``_pt``, ``_tf``): a third framework would pair
-with each of them there. Python 3.6-compatible and stdlib-only, like all of duel/cell.
+short name, package, class prefix and runtime here and nowhere else. Python 3.6-compatible and
+stdlib-only, like all of duel/cell.
 """
 from collections import OrderedDict, namedtuple
 
@@ -23,6 +22,9 @@ FRAMEWORKS = OrderedDict((entry.name, entry) for entry in (
               {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"}),
 ))
 NAMES = tuple(FRAMEWORKS)
+# The verdict is a time ratio of two frameworks, one side each: PAIR, and every table that names
+# a side by its short name (``_pt``, ``_tf``) is of this pair; the rest of Duel reads NAMES.
+PAIR = NAMES[:2]
 
 
 def label(name):

@@ -18,9 +18,9 @@ from duel.host.tables import scopes, summary
 
 SIDE = ["reported_ms", "status", "framework_version", "mode"]  # each side's columns
 JUDGED = ["n_samples", "replicate_samples"]  # to carry where the sides are judged (side)
-# A PyTorch/TensorFlow pair: the mode registry's two frameworks (top, bottom), each side's
-# suffix (_pt, _tf), and the keys of one pair of modes in a scope (mode_pt, mode_tf).
-FRAMEWORKS = modes.frameworks()
+# A PyTorch/TensorFlow pair: the verdict's two frameworks (frameworks.PAIR: top, bottom), each
+# side's suffix (_pt, _tf), and the keys of one pair of modes in a scope (mode_pt, mode_tf).
+FRAMEWORKS = frameworks.PAIR
 FRAMEWORK_SUFFIXES = tuple("_" + frameworks.FRAMEWORKS[name].short for name in FRAMEWORKS)
 PAIR = scopes.SCOPE + ["mode" + suffix for suffix in FRAMEWORK_SUFFIXES]
 # One side of a pair as the judge (statistics.judge) reads it.

@@ -28,8 +28,15 @@ V1 = os.path.join(REPO, "tests", "data", "store-v1")
 EF4E008 = os.path.join(REPO, "tests", "data", "store-ef4e008")
 EF4E008_POINTS = ["tiny-bert-16pos/%s/1x8" % cell
                   for cell in ("pytorch/eager", "tensorflow/eager", "tensorflow/function")]
-# The columns of a store's files at each version (archive.RUN_SCHEMA and POINTS_SCHEMA).
-COLUMNS_OF_VERSION = {2: "406928d8a970edf3210ade8c5f9093e0fa9f637c62f9c97022121062fe9a5bbf"}
+# A store of version 2, written by Duel at 8220d59's own workflow: two runs of task generation,
+# tiny-gpt2 at 1x8 generating 6 tokens, PyTorch eager and TensorFlow eager, two processes per
+# cell (its README.md says how).
+V2 = os.path.join(REPO, "tests", "data", "store-8220d59")
+V2_POINTS = ["tiny-gpt2/%s/1x8" % cell for cell in ("pytorch/eager", "tensorflow/eager")]
+# The columns of a store's files at each version (archive.RUN_SCHEMA and POINTS_SCHEMA; from
+# version 3 INDEX_SCHEMA too).
+COLUMNS_OF_VERSION = {2: "406928d8a970edf3210ade8c5f9093e0fa9f637c62f9c97022121062fe9a5bbf",
+                      3: "c6c95e5b649802f1b1bdd2c627e15c640917691a3147105f45a06db9f666a6f5"}
 DAY = "2026-01-%02dT00:00:00+00:00"
 
 
@@ -180,14 +187,52 @@ def test_the_version_1_store_opens_and_answers(tmp_path):
     assert archive.version(store) == archive.VERSION  # the add migrated it
 
 
-def answers(store):
-    """What duel runs, history and trend print of the ef4e008 store's points (trend: 1 where it
-    finds a step), and every stored row (the points view, in a fixed order)."""
+@pytest.mark.unit
+def test_a_generation_points_history_follows_its_first_token_and_per_token_times(tmp_path):
+    """The version 2 store's generation points, read as they are and after an add migrated
+    them: each run's time to first token and per output token is the median of its processes'
+    (Student's t interval over them), with their tokens per second and tokens that agreed; a
+    point of task inference has none."""
+    store = str(tmp_path / "store")
+    shutil.copytree(V2, store)
+    rows = archive.query(store, "SELECT * FROM points")
+    point = questions.parse_point(V2_POINTS[1])
+    for migrated in (False, True):
+        if migrated:
+            ingest.add_folder(store, results_folder(tmp_path / "c", "20270103T000000Z-3",
+                                                    "2027-01-03T00:00:00+00:00"))
+            assert archive.version(store) == archive.VERSION
+        for figure in ("first_token_ms", "per_token_ms"):
+            table = questions.history(store, [point], figure)
+            assert len(table) == 2 and (table["processes"] == 2).all()
+            for _, run in table.iterrows():
+                mine = rows[(rows["run_id"] == run["run_id"]) &
+                            (rows["framework"] == "tensorflow")]
+                assert run["figure_ms"] == pytest.approx(mine[figure].median())
+                assert run["low_ms"] < run["figure_ms"] < run["high_ms"]
+                assert run["tokens_per_s"] == pytest.approx(mine["tokens_per_s"].median())
+                assert run["tokens_agree"] == mine["tokens_agree"].min() == 6
+        whole = questions.history(store, [point])
+        assert (whole["figure_ms"] > table["figure_ms"]).all()  # a whole call: several tokens
+    inference = questions.parse_point("gpt2/pytorch/eager/1x8")
+    assert len(questions.history(store, [inference])) == 1
+    assert questions.history(store, [inference], "first_token_ms").empty
+    said = duel("history", V2_POINTS[1], "--figure", "per_token_ms", "--store", store)
+    assert said.returncode == 0 and "tokens_per_s" in said.stdout, said.stderr
+    wrong = duel("history", V2_POINTS[1], "--figure", "tokens_agree", "--store", store)
+    assert wrong.returncode == 2 and "invalid choice" in wrong.stderr
+
+
+def answers(store, points=EF4E008_POINTS):
+    """What duel runs, history (of the time per call, then of the time to first token) and
+    trend print of a store's ``points`` (trend: 1 where it finds a step), and every stored row
+    (the points view, in a fixed order)."""
     said = [duel("runs", "--store", store, "--csv"),
-            duel("history", *EF4E008_POINTS, "--store", store, "--csv"),
-            duel("trend", *EF4E008_POINTS, "--store", store)]
-    assert [answer.returncode for answer in said][:2] == [0, 0], [a.stderr for a in said]
-    assert said[2].returncode in (0, 1) and said[2].stdout, said[2].stderr
+            duel("history", *points, "--store", store, "--csv"),
+            duel("history", *points, "--store", store, "--csv", "--figure", "first_token_ms"),
+            duel("trend", *points, "--store", store)]
+    assert [answer.returncode for answer in said][:3] == [0, 0, 0], [a.stderr for a in said]
+    assert said[3].returncode in (0, 1) and said[3].stdout, said[3].stderr
     rows = archive.query(store, "SELECT * FROM points ORDER BY run_id, shard, mode, replicate, "
                                 "attempt, batch_size, seq_len")
     return [answer.stdout for answer in said], rows
@@ -236,19 +281,29 @@ def site_of(store, out):
         for folder, _, names in os.walk(str(out)) for name in names)
 
 
+# A store of each earlier version: its folder, its points, its version, the lines of its
+# points' history (of the time per call, of the time to first token) and its stored rows.
+RELEASES = {"ef4e008": (EF4E008, EF4E008_POINTS, 1, (7, 1), 12),
+            "8220d59": (V2, V2_POINTS, 2, (5, 5), 8)}
+
+
 @pytest.mark.unit
-def test_a_store_of_the_previous_release_is_migrated_once_by_its_first_writer(tmp_path):
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_a_store_of_an_earlier_release_is_migrated_once_by_its_first_writer(tmp_path, release):
     """Read as it is, migrated under the lock by the first writer and only by it: every value
     kept, duel runs, history, trend and publish saying the same before and after."""
+    folder, points, old_version, history_lines, stored_rows = RELEASES[release]
     store = str(tmp_path / "store")
-    shutil.copytree(EF4E008, store)
+    shutil.copytree(folder, store)
     old = dict((path, pq.read_table(path))
                for path in glob.glob(os.path.join(store, "runs", "*", "*.parquet")))
     untouched = files_of(store)
-    said, rows = answers(store)
+    said, rows = answers(store, points)
     site = site_of(store, tmp_path / "site-before")
-    assert said[0].count("\n") == 3 and said[1].count("\n") == 7 and len(rows) == 12
-    assert archive.version(store) == 1 and files_of(store) == untouched  # readers write nothing
+    assert said[0].count("\n") == 3 and len(rows) == stored_rows
+    assert (said[1].count("\n"), said[2].count("\n")) == history_lines
+    # readers write nothing
+    assert archive.version(store) == old_version and files_of(store) == untouched
     holder = hold_lock(store)
     try:  # no migration without the writer's lock
         locked = duel("store", "check", "--fix", "--store", store,
@@ -257,7 +312,7 @@ def test_a_store_of_the_previous_release_is_migrated_once_by_its_first_writer(tm
     finally:
         holder.kill()
         holder.wait()
-    assert archive.version(store) == 1
+    assert archive.version(store) == old_version
     assert dict((path, when) for path, when in files_of(store).items()
                 if path != archive.LOCK) == untouched
     first = duel("store", "check", "--fix", "--store", store)
@@ -269,7 +324,7 @@ def test_a_store_of_the_previous_release_is_migrated_once_by_its_first_writer(tm
         migrated = pq.read_table(path)
         for name in table.column_names:
             assert migrated.column(name).to_pylist() == table.column(name).to_pylist(), name
-    said_after, rows_after = answers(store)
+    said_after, rows_after = answers(store, points)
     assert said_after == said
     pd.testing.assert_frame_equal(rows_after, rows)
     assert site_of(store, tmp_path / "site-after") == site
@@ -375,7 +430,7 @@ def test_a_store_newer_than_this_duel_is_refused_in_one_line_before_any_work(tmp
 @pytest.mark.unit
 def test_the_stored_columns_change_only_with_the_version():
     columns = [[(field.name, str(field.type)) for field in schema]
-               for schema in (archive.RUN_SCHEMA, archive.POINTS_SCHEMA)]
+               for schema in (archive.RUN_SCHEMA, archive.POINTS_SCHEMA, archive.INDEX_SCHEMA)]
     digest = hashlib.sha256(json.dumps(columns).encode()).hexdigest()
     assert COLUMNS_OF_VERSION.get(archive.VERSION) == digest, (
         "the store's columns changed: raise archive.VERSION, make archive.migrated read a store "

@@ -32,6 +32,13 @@ def filter_options(parser):
                             help="only runs with this %s" % name)
 
 
+def figure_option(parser):
+    """Which figure of a point its history follows (questions.FIGURES)."""
+    parser.add_argument("--figure", choices=questions.FIGURES, default=questions.TIME,
+                        help="the method's time per call (time, the default), or a generation "
+                             "point's time to first token or per output token")
+
+
 def filters(args):
     return dict((name, getattr(args, name)) for name in questions.FILTERS)
 

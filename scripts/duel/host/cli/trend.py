@@ -21,6 +21,7 @@ def add(subparsers):
     parser.add_argument("points", nargs="*", type=history.points, metavar="POINT")
     store.store_option(parser)
     store.filter_options(parser)
+    store.figure_option(parser)
     parser.add_argument("--min-effect", type=float, default=statistics.MIN_EFFECT,
                         help="smallest relative step called clear (default %(default)s)")
     parser.add_argument("--csv", action="store_true", help="print CSV instead of lines")
@@ -28,7 +29,7 @@ def add(subparsers):
 
 
 def run(args):
-    table = questions.trend(store.opened(args), args.points, args.min_effect,
+    table = questions.trend(store.opened(args), args.points, args.min_effect, args.figure,
                             **store.filters(args))
     stepped = table.dropna(subset=["ratio"])
     if args.csv:

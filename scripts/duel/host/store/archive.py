@@ -1,6 +1,6 @@
 """The store's files: a folder of Parquet files per run, added atomically, read through DuckDB.
 
-Layout (store version 2), under the store folder (config key ``store``, default results/store):
+Layout (store version 3), under the store folder (config key ``store``, default results/store):
 
     VERSION                              the layout's version
     runs/<run id>/run.parquet            one row: when, where, what, how many points, headline,
@@ -23,15 +23,16 @@ Layout (store version 2), under the store folder (config key ``store``, default 
     .before-migration-<run id>/          a run's files as an older version wrote them, kept
                                          until the migrated store's index is written
 
-Every run's files are in the columns declared here (RUN_SCHEMA, POINTS_SCHEMA), and VERSION
-changes with them (the index is derived: made again whenever its columns differ from
-INDEX_SCHEMA). Version 1 differed only in those columns: a points file held the data contract
-of the Duel that added it, in the types pandas gave it, and a run record lacked the columns
-recorded since. A store of an older version is read through ``migrated`` (its files in today's
-columns, in memory) until the next writer migrates it, once, under the lock (``migrate``); a
-store newer than this code is refused in one line. That is the one place that knows an older
-store: readers and writers assume today's columns. A run folder moves between stores of one
-version; ``duel store add`` of its results folder works across versions.
+Every run's files and the index are in the columns declared here (RUN_SCHEMA, POINTS_SCHEMA,
+INDEX_SCHEMA), and VERSION changes with them (the index is derived: made again whenever its
+columns differ from INDEX_SCHEMA). Version 2 differed only in its index, without generation's
+figures; version 1 in its files too: a points file held the data contract of the Duel that
+added it, in the types pandas gave it, and a run record lacked the columns recorded since. A
+store of an older version is read through ``migrated`` (its files in today's columns, in memory)
+until the next writer migrates it, once, under the lock (``migrate``); a store newer than this
+code is refused in one line. That is the one place that knows an older store: readers and
+writers assume today's columns. A run folder moves between stores of one version; ``duel store
+add`` of its results folder works across versions.
 
 Why Parquet files under DuckDB views rather than one DuckDB database file: DuckDB lets a single
 process open a database file for writing and no other process open it meanwhile, so every
@@ -63,7 +64,7 @@ from duel.cell import contract, files
 from duel.host.plan import layout
 from duel.host.tables import scopes, summary
 
-VERSION = 2
+VERSION = 3
 VERSION_FILE = "VERSION"
 RUNS = "runs"
 RUN_FILE = "run.parquet"

@@ -3,7 +3,9 @@
 A point over runs is named ``MODEL/FRAMEWORK/MODE/BxL`` (e.g. ``bert-base-cased/pytorch/eager/
 1x128``); era, device, precision, task, method and machine narrow it. A run's figure for a point
 is its method's pooled figure over the run's processes (duel: the median of their medians;
-timeit: the mean of their means), with Student's t interval over those processes.
+timeit: the mean of their means), with Student's t interval over those processes; of a
+generation point it may be its time to first token or per output token instead (FIGURES), and its
+tokens per second and tokens that agreed ride along.
 
 A trend is judged per point and machine over its runs in time order, the way asv finds steps
 (a piecewise-constant fit of the runs' figures, split where the levels differ most), but a split
@@ -33,6 +35,9 @@ FILTERS = scopes.SCOPE + ["machine"]  # what a point's history can be narrowed t
 SERIES = ["machine"] + scopes.SCOPE + ["model"] + scopes.COMPARED + ["batch_size", "seq_len"]
 RUN_KEYS = SERIES + ["run_id", "started_at", "git_commit"]
 MIN_RUNS = 2
+# What a point's history follows: its method's time per call, or one of generation's times.
+TIME = "time"
+FIGURES = (TIME, "first_token_ms", "per_token_ms")
 Point = namedtuple("Point", "model framework mode batch_size seq_len")
 
 
@@ -113,9 +118,12 @@ def run_frame(store, run_id):
     return frame.drop(columns=list(archive.STORE_COLUMNS))
 
 
-def _rows(store, points, filters):
-    """The counted rows of ``points`` (Points; all where empty) with their runs' when and where."""
+def _rows(store, points, filters, figure=TIME):
+    """The counted rows of ``points`` (Points; all where empty) with their runs' when and where;
+    only generation's where ``figure`` is one of its times."""
     where, parameters = ["counted"], []
+    if figure != TIME:
+        where.append("task = 'generation'")
     if points:
         alternatives = []
         for point in points:
@@ -129,40 +137,54 @@ def _rows(store, points, filters):
             parameters.append(value)
     sql = ("SELECT machine, era, device, precision, task, method, model, framework, mode, "
            "batch_size, seq_len, run_id, started_at, git_commit, replicate, status, median, "
-           "mean, n_samples FROM figures WHERE %s" % " AND ".join(where))
+           "mean, n_samples, first_token_ms, per_token_ms, tokens_per_s, tokens_agree FROM "
+           "figures WHERE %s" % " AND ".join(where))
     return archive.query(store, sql, parameters, views=("figures",))
 
 
-def _figures(rows):
-    """Per run and point: its figure pooled over its processes (the method's statistic) and
-    Student's t interval over them (statistics.log_t_intervals, all runs at once)."""
+def _figures(rows, figure=TIME):
+    """Per run and point: its figure pooled over its processes (the method's statistic; of one
+    of generation's times, its median) and Student's t interval over them
+    (statistics.log_t_intervals, all runs at once); tokens per second, their median, and the
+    fewest tokens that agreed."""
     ok = rows[rows["status"] == "ok"].copy()
-    by_mean = ok["method"].map(contract.reported_statistic) == "mean"
-    ok["figure"] = np.where(by_mean, ok["mean"], ok["median"]).astype(float)
+    if figure == TIME:
+        ok["by_mean"] = ok["method"].map(contract.reported_statistic) == "mean"
+        ok["figure"] = np.where(ok["by_mean"], ok["mean"], ok["median"]).astype(float)
+    else:  # generation's times: their median over the processes, whatever the method
+        ok["by_mean"] = False
+        ok["figure"] = ok[figure].astype(float)
     ok["log"] = np.log(ok["figure"])
     per_process = ok.groupby(RUN_KEYS + ["replicate"], dropna=False, sort=False).agg(
-        figure=("figure", "first"), log=("log", "first"))
+        figure=("figure", "first"), log=("log", "first"), by_mean=("by_mean", "first"),
+        tokens_per_s=("tokens_per_s", "first"), tokens_agree=("tokens_agree", "min"))
     runs = per_process.groupby(RUN_KEYS, dropna=False, sort=False).agg(
         median=("figure", "median"), mean=("figure", "mean"), processes=("figure", "size"),
-        log_mean=("log", "mean"), log_std=("log", "std")).reset_index()
-    runs["figure_ms"] = np.where(runs["method"].map(contract.reported_statistic) == "mean",
-                                 runs["mean"], runs["median"])
+        log_mean=("log", "mean"), log_std=("log", "std"), by_mean=("by_mean", "first"),
+        tokens_per_s=("tokens_per_s", "median"),
+        tokens_agree=("tokens_agree", "min")).reset_index()
+    runs["figure_ms"] = np.where(runs["by_mean"].astype(bool), runs["mean"], runs["median"])
     runs["low_ms"], runs["high_ms"] = statistics.log_t_intervals(
         runs["log_mean"].to_numpy(), runs["log_std"].to_numpy(), runs["processes"].to_numpy())
     runs["status"] = "ok"
-    return runs.drop(columns=["median", "mean", "log_mean", "log_std"])
+    return runs.drop(columns=["median", "mean", "log_mean", "log_std", "by_mean"])
 
 
-def history(store, points, **filters):
-    """One row per point and run, in time order: the run's figure, its interval, where and
-    what it ran in (filters: era, device, precision, task, method, machine), and whether its
-    host was noisy (noisy_runs). A run whose point failed in every process has its status and
-    no figure."""
-    rows = _rows(store, points, filters)
-    columns = RUN_KEYS + ["status", "figure_ms", "low_ms", "high_ms", "processes", "noisy"]
+def history(store, points, figure=TIME, **filters):
+    """One row per point and run, in time order: the run's figure (``figure``, of FIGURES), its
+    interval, where and what it ran in (filters: era, device, precision, task, method,
+    machine), whether its host was noisy (noisy_runs), and a generation point's tokens per
+    second and tokens that agreed. A run whose point failed in every process has its status
+    and no figure."""
+    if figure not in FIGURES:
+        raise archive.StoreError("%r is not a figure of a point's history: %s"
+                                 % (figure, ", ".join(FIGURES)))
+    rows = _rows(store, points, filters, figure)
+    columns = RUN_KEYS + ["status", "figure_ms", "low_ms", "high_ms", "processes",
+                          "tokens_per_s", "tokens_agree", "noisy"]
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    figures = _figures(rows)
+    figures = _figures(rows, figure)
     failed = rows.groupby(RUN_KEYS, dropna=False, sort=False)["status"].agg(
         lambda found: ", ".join(sorted(set(found.dropna())))).reset_index()
     failed = failed.merge(figures[RUN_KEYS], on=RUN_KEYS, how="left", indicator=True)
@@ -219,11 +241,11 @@ TREND_COLUMNS = SERIES + ["runs", "noisy_runs", "first", "last", "step_run", "st
                           "verdict"]
 
 
-def trend(store, points=(), min_effect=statistics.MIN_EFFECT, **filters):
-    """Per point and machine, every clear step over its runs (a row per step; a row with no
-    step where none), from ``history``; ``noisy_runs`` of its ``runs`` were left out of the fit
-    (marked noisy)."""
-    table = history(store, points, **filters)
+def trend(store, points=(), min_effect=statistics.MIN_EFFECT, figure=TIME, **filters):
+    """Per point and machine, every clear step over its runs of ``figure`` (a row per step; a
+    row with no step where none), from ``history``; ``noisy_runs`` of its ``runs`` were left
+    out of the fit (marked noisy)."""
+    table = history(store, points, figure, **filters)
     table = table[table["status"] == "ok"]
     rows = []
     for key, series in table.groupby(SERIES, sort=True):

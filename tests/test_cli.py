@@ -1,5 +1,6 @@
 """The ``duel`` command (scripts/duel/host/cli/): help, exit codes, ``duel show``, the older
 script paths and the launcher scripts/setup.sh writes."""
+import importlib.util
 import json
 import os
 import pathlib
@@ -13,7 +14,9 @@ import pytest
 from conftest import DUEL, REPO, SCRIPTS
 from duel.cell import contract
 from duel.host.cli import main
+from duel.host.plan import layout
 from duel.host.render import outcome
+from duel.host.store import archive, questions
 
 pytestmark = pytest.mark.unit
 
@@ -152,3 +155,35 @@ def test_no_script_or_rule_puts_a_path_on_sys_path():
                         if re.search(r"sys\.path\.(insert|append)", handle.read()):
                             edits.append(os.path.relpath(os.path.join(root, name), REPO))
     assert edits == []
+
+
+def test_show_prints_the_generation_verdict_of_a_real_generation_run(tmp_path):
+    """A run folder of a stored real generation run (tests/data/store-8220d59), its statistics
+    made as the workflow makes them: duel show gives per pair of modes the ratio of time to
+    first token and per output token with their intervals, tokens per second side by side and
+    the tokens that agreed."""
+    store = os.path.join(REPO, "tests", "data", "store-8220d59")
+    frame = questions.run_frame(store, archive.run_ids(store)[0])
+    results = tmp_path / "run" / "results"
+    (results / "statistics").mkdir(parents=True)
+    frame.to_parquet(results / "summary.parquet")
+    spec = importlib.util.spec_from_file_location(
+        "compute_statistics", os.path.join(SCRIPTS, "compute_statistics.py"))
+    statistics = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(statistics)
+    statistics.main(*[layout.at(name, results=str(results)) for name in (
+        layout.SUMMARY, layout.RATIOS, layout.PAIRS, layout.HEADLINE, layout.NOISE,
+        layout.STATISTICS_PAGE)], 0.05, layout.at(layout.GENERATION, results=str(results)))
+    result = duel("show", tmp_path / "run")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("Generation (PyTorch / TensorFlow; < 1: PyTorch faster):")
+    assert lines[start + 1].startswith("  PyTorch eager vs TensorFlow eager (current cpu fp32 "
+                                       "generation duel), 1 points, 2 processes per cell")
+    assert re.fullmatch(r"    time to first token: 0\.\d\d \[0\.\d\d, 0\.\d\d\] PyTorch faster",
+                        lines[start + 2]), lines[start + 2]
+    assert re.fullmatch(r"    time per output token: 0\.\d\d \[0\.\d\d, 0\.\d\d\] PyTorch "
+                        r"faster", lines[start + 3]), lines[start + 3]
+    assert re.fullmatch(r"    tokens per second: PyTorch \d+\.\d, TensorFlow \d+\.\d",
+                        lines[start + 4]), lines[start + 4]
+    assert "the same at 1 points" in lines[start + 5] and "differing at none" in lines[start + 5]

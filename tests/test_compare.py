@@ -10,9 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import DUEL, QUICK, TEST_MODELS, snakemake, write_config
+from conftest import DUEL, QUICK, REPO, TEST_MODELS, snakemake, write_config
 from duel.cell import conditions, contract, shard
-from duel.host.compare import changes, report
+from duel.host.compare import changes, report, two_runs
+from duel.host.store import archive, questions
 
 from duel.host.cli import main as duel
 
@@ -534,3 +535,61 @@ def test_other_methods_are_said_loudly_and_matched_only_when_asked():
                                   "(matched across methods: --ignore method).")
     assert set(result.points["statistic"]) == {"mean"}  # the new side's method's figure
     assert len(result.points) == 10 and result.exit_status == 0
+
+
+GENERATION_STORE = os.path.join(REPO, "tests", "data", "store-8220d59")
+
+
+def generation_run(index, tensorflow_factor=1.0):
+    """Run ``index`` of the version-2 store's two real generation runs (tiny-gpt2, PyTorch eager
+    and TensorFlow eager, two processes each), TensorFlow's times multiplied by
+    ``tensorflow_factor``."""
+    run_id = archive.run_ids(GENERATION_STORE)[index]
+    frame = questions.run_frame(GENERATION_STORE, run_id)
+    tensorflow = frame["framework"] == "tensorflow"
+    for name in ("samples", "first_token_samples"):
+        frame.loc[tensorflow, name] = pd.Series(
+            [[value * tensorflow_factor for value in values] for values in frame.loc[
+                tensorflow, name]], index=frame.index[tensorflow])
+    for name in ("median", "mean", "min", "max", "first_token_ms", "per_token_ms"):
+        frame.loc[tensorflow, name] = frame.loc[tensorflow, name] * tensorflow_factor
+    frame.loc[tensorflow, "tokens_per_s"] = frame.loc[tensorflow, "tokens_per_s"] / \
+        tensorflow_factor
+    return changes.read_run_frame(frame, run_id)
+
+
+@pytest.mark.unit
+def test_a_changed_generation_verdict_is_reported_beside_the_points(tmp_path):
+    """Two real generation runs where PyTorch was faster in both: the verdicts side by side,
+    nothing changed; TensorFlow made 100 times faster in the new run: both times' decisions
+    change, named in comparison.md, the generation sheet and the command's lines."""
+    base, again = generation_run(0), generation_run(1)
+    same = changes.compare(base, again).generation
+    assert len(same) == 1 and same["change"].tolist() == [""]
+    for name in ("first_token", "per_token"):
+        assert same[name + "_decision_base"].tolist() == ["PyTorch faster"]
+        assert same[name + "_decision_new"].tolist() == ["PyTorch faster"]
+        assert (same[name + "_low_new"] < same[name + "_ratio_new"]).all()
+        assert (same[name + "_ratio_new"] < same[name + "_high_new"]).all()
+    assert (same["tokens_per_s_pt_base"] > same["tokens_per_s_tf_base"]).all()
+    assert same["tokens_differ_new"].tolist() == [0]
+    assert "None." in report.generation_markdown(same)
+
+    turned = changes.compare(base, generation_run(1, tensorflow_factor=0.01))
+    (change,) = turned.generation["change"]
+    assert change == ("time to first token: PyTorch faster -> TensorFlow faster; "
+                      "time per output token: PyTorch faster -> TensorFlow faster")
+    output = tmp_path / "out"
+    assert two_runs.compare_and_write(base, generation_run(1, tensorflow_factor=0.01),
+                                      str(output)) == 0
+    text = (output / "comparison.md").read_text()
+    assert "#### Generation verdicts that changed" in text and "1 of 1 pairs changed" in text
+    assert "current cpu fp32 generation duel, PyTorch eager vs TensorFlow eager" in text
+    assert change in text
+    workbook = openpyxl.load_workbook(output / "comparison.xlsx")
+    assert workbook.sheetnames == ["summary", "points", "environment", "generation"]
+    header = [cell.value for cell in workbook["generation"][1]]
+    assert header[-1] == "change" and workbook["generation"].cell(2, len(header)).value == change
+    assert changes.compare(changes.read_run_frame(pd.DataFrame(synthetic_rows(seed=1))),
+                           changes.read_run_frame(pd.DataFrame(synthetic_rows(seed=2)))
+                           ).generation.empty  # no generation: no table, no section

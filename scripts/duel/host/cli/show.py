@@ -14,7 +14,9 @@ from duel.host.tables import replicates
 DESCRIPTION = """Print a finished run's end-of-run lines.
 
 The verdict per pair of modes (the points each framework clearly wins, the geometric-mean
-PyTorch/TensorFlow ratio with its interval, the largest clear differences); how many verdicts
+PyTorch/TensorFlow ratio with its interval, the largest clear differences); task generation's
+per pair of modes (the ratio of time to first token and per output token with their intervals,
+tokens per second side by side, the tokens that agreed); how many verdicts
 settling measured again; the points by status, with the first failure messages; the points
 measured again and those left disturbed; where the run's time went. RUN_DIR is a run folder,
 its results/ folder or its summary.parquet; the folder of a bisection (duel bisect) shows its

@@ -31,6 +31,11 @@ What changed between the runs is every environment column (contract.ENVIRONMENT,
 column of either summary the contract does not know and that is constant within each process,
 such as hash columns added later) whose value differs between the two sides of a matched cell;
 values that identify a run rather than describe it (PER_RUN) are left out.
+
+Task generation's verdicts (verdicts/generation.py: per pair of modes, PyTorch / TensorFlow time
+to first token and per output token, tokens per second, tokens agreed) are set side by side per
+scope and pair of modes (generation_changes), and a decision or a count of differing tokens that
+changed between the runs is named, as a point's changed verdict is.
 """
 import os
 from collections import namedtuple
@@ -41,8 +46,8 @@ import pandas as pd
 from duel.cell import conditions, contract
 
 from duel.host.plan import layout
-from duel.host.tables import replicates, summary
-from duel.host.verdicts import pairs, statistics
+from duel.host.tables import replicates, scopes, summary
+from duel.host.verdicts import generation, pairs, statistics
 
 CELL = [name for name in contract.CELL_KEYS if name != "replicate"]
 POINT = list(contract.POINT_KEYS)
@@ -67,7 +72,12 @@ ENVIRONMENT_COLUMNS = ["column", "base", "new", "cells", "which"]
 Run = namedtuple("Run", "label path frame points")
 Comparison = namedtuple(
     "Comparison", "base new ignore keys min_effect threshold confidence points environment "
-                  "warnings machine_shift exit_status")
+                  "warnings machine_shift exit_status generation")
+# Of each run's generation verdict, what generation_changes sets side by side.
+GENERATION_SIDES = ["points"] + [
+    name + part for name, _ in generation.FIGURES
+    for part in ("_ratio", "_low", "_high", "_decision")] + [
+    "tokens_per_s_pt", "tokens_per_s_tf", "tokens_differ"]
 
 
 class CompareError(Exception):
@@ -539,7 +549,42 @@ def compare(base, new, ignore=(), min_effect=statistics.MIN_EFFECT, threshold=No
                       environment_differences(base, new, ignore),
                       warnings_of(base, new, ignore, min_effect, moved, machine_band),
                       moved if machine_band else 1.0,
-                      1 if failing else 0)
+                      1 if failing else 0, generation_changes(base, new, ignore, min_effect))
+
+
+def _generation_change(row):
+    """What changed in a pair of modes' generation verdict between the runs, in words ('' where
+    nothing did)."""
+    if row["_merge"] != "both":
+        return ONLY_BASE if row["_merge"] == "left_only" else ONLY_NEW
+    said = []
+    for name, words in generation.FIGURES:
+        before, after = (_text(row[name + "_decision" + side]) or "no decision"
+                         for side in ("_base", "_new"))
+        if before != after:
+            said.append("%s: %s -> %s" % (words, before, after))
+    before, after = (int(row["tokens_differ" + side]) for side in ("_base", "_new"))
+    if before != after:
+        said.append("tokens differing at %d -> %d points" % (before, after))
+    return "; ".join(said)
+
+
+def generation_changes(base, new, ignore=(), min_effect=statistics.MIN_EFFECT):
+    """Per scope (less ``ignore``) and pair of modes of task generation in either run: each
+    run's verdict (GENERATION_SIDES, suffixed _base and _new) and ``change``, what changed in
+    words (only in base, only in new, a decision, the points whose tokens differ; '' where
+    nothing did). Empty where neither run generated text."""
+    keys = [name for name in scopes.SCOPE if name not in ignore] + ["mode_pt", "mode_tf"]
+    columns = keys + ["%s%s" % (name, side) for name in GENERATION_SIDES
+                      for side in ("_base", "_new")] + ["change"]
+    verdicts = [generation.generation_verdict(run.frame, min_effect)[keys + GENERATION_SIDES]
+                for run in (base, new)]
+    if not len(verdicts[0]) and not len(verdicts[1]):
+        return pd.DataFrame(columns=columns)
+    merged = verdicts[0].merge(verdicts[1], on=keys, how="outer", suffixes=("_base", "_new"),
+                               indicator=True)
+    merged["change"] = [_generation_change(row) for _, row in merged.iterrows()]
+    return merged[columns]
 
 
 def verdict_counts(points):

@@ -2,7 +2,8 @@
 
 In the output folder: ``comparison.md`` (a short summary to paste into a pull request),
 ``comparison.csv`` (every point), ``environment.csv`` (what changed), ``comparison.xlsx``
-(sheets ``summary``, ``points``, ``environment``) and ``comparison.png`` / ``.svg`` (new / base
+(sheets ``summary``, ``points``, ``environment``, and ``generation`` where a run generated
+text) and ``comparison.png`` / ``.svg`` (new / base
 per point, a panel per cell, coloured by verdict). Everything is written into a temporary
 folder beside the output and moved in at the end, so a failure leaves no partial output.
 """
@@ -21,6 +22,8 @@ from matplotlib import ticker  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from duel.host.compare import changes  # noqa: E402
+from duel.host.tables import scopes  # noqa: E402
+from duel.host.verdicts import generation  # noqa: E402
 
 FILES = ("comparison.md", "comparison.csv", "environment.csv", "comparison.xlsx",
          "comparison.png", "comparison.svg")
@@ -153,7 +156,40 @@ def markdown(result, limit=20):
         if len(notable) > limit:
             lines.append("")
             lines.append("... and %d more in comparison.csv." % (len(notable) - limit))
+    lines += generation_markdown(result.generation)
     return "\n".join(lines) + "\n"
+
+
+def _rates(row, side):
+    rates = [row["tokens_per_s_%s%s" % (framework, side)] for framework in ("pt", "tf")]
+    return "" if any(rate is None or pd.isna(rate) for rate in rates) else "%.1f / %.1f" % tuple(
+        rates)
+
+
+def generation_markdown(table):
+    """The generation verdicts that changed between the runs (changes.generation_changes), as
+    the points that changed are listed; nothing where neither run generated text."""
+    if table.empty:
+        return []
+    lines = ["", "#### Generation verdicts that changed", "",
+             "PyTorch / TensorFlow per pair of modes, geometric mean over its points with its "
+             "95%% interval (< 1: PyTorch faster); tokens per second PyTorch / TensorFlow. "
+             "%d of %d pairs changed." % ((table["change"] != "").sum(), len(table)), ""]
+    changed = table[table["change"] != ""]
+    if changed.empty:
+        return lines + ["None."]
+    kept = [name for name in scopes.SCOPE if name in table.columns]  # those not ignored
+    rows = []
+    for _, row in changed.iterrows():
+        scope = " ".join(str(row[key]) for key in kept)
+        rows.append(["%s, PyTorch %s vs TensorFlow %s" % (scope, row["mode_pt"], row["mode_tf"])]
+                    + [generation.ratio_text(row, name, side) for name, _ in generation.FIGURES
+                       for side in ("_base", "_new")]
+                    + [_rates(row, "_base"), _rates(row, "_new"), row["change"]])
+    header = ["pair"] + ["%s, %s" % (words, side) for _, words in generation.FIGURES
+                         for side in ("base", "new")] + ["tokens/s base", "tokens/s new",
+                                                          "what changed"]
+    return lines + _table(header, rows)
 
 
 def summary_rows(result):
@@ -177,6 +213,8 @@ def write_workbook(result, path):
                                                     header=False)
         result.points.to_excel(writer, sheet_name="points", index=False)
         result.environment.to_excel(writer, sheet_name="environment", index=False)
+        if not result.generation.empty:
+            result.generation.to_excel(writer, sheet_name="generation", index=False)
 
 
 def minor_label(span):

@@ -24,6 +24,9 @@ def compare_and_write(base, new, output, ignore=(), min_effect=statistics.MIN_EF
         print(line)
     counts = changes.verdict_counts(result.points)
     print(", ".join("%s %d" % (verdict, count) for verdict, count in counts.values if count))
+    if not result.generation.empty:
+        print("generation verdicts changed: %d of %d pairs of modes"
+              % ((result.generation["change"] != "").sum(), len(result.generation)))
     print(report.ci_status_line(result))
     print("written to %s" % output)
     return result.exit_status

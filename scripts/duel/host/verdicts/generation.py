@@ -116,17 +116,10 @@ def _geomean_of(values):
     return float(np.exp(np.mean(np.log(values)))) if values else None
 
 
-def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
-    """Per scope and pair of modes (pairs.PAIR) of task generation, COLUMNS: the points paired,
-    the fewest processes a side, the interval's kind, each figure's geometric-mean ratio
-    (PyTorch / TensorFlow), its interval and the decision of the ratio so judged, tokens per
-    second of each side (geometric means), and the paired points whose tokens, on the worse
-    side, all agreed with PyTorch eager's, first diverged at a near-tie, or differed."""
-    points = generation_points(frame)
-    if points.empty:
-        return pd.DataFrame(columns=COLUMNS)
+def _judged_pairs(points, min_effect):
+    """Per scope and pair of modes of ``points`` (generation_points): (scope, mode_pt, mode_tf,
+    a record per PyTorch point: its model, both sides' points and each figure's judgement)."""
     top, bottom = pairs.FRAMEWORKS
-    rows = []
     keys = scopes.SCOPE + ["model", "batch_size", "seq_len"]
     for scope, group in points.groupby(scopes.SCOPE, sort=False, dropna=False):
         sides = [group[group["framework"] == framework] for framework in (top, bottom)]
@@ -144,40 +137,81 @@ def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
                             _side(point, name), _side(other, name), "median", min_effect,
                             "PyTorch faster", "TensorFlow faster")
                     judged.append(record)
-                both = [record for record in judged if record["tf"] is not None
-                        and record["pt"]["status"] == "ok" and record["tf"]["status"] == "ok"]
-                row = dict(zip(scopes.SCOPE, scope))
-                row.update(mode_pt=mode_pt, mode_tf=mode_tf, points=len(both))
-                row["replicates"] = min([int(record[side]["replicates"]) for record in both
-                                         for side in ("pt", "tf")] or [0])
-                row["interval"] = statistics.interval_kind(row["replicates"], row["replicates"])
-                for name, _ in FIGURES:
-                    ratio, low, high = _geomean(both, name)
-                    row[name + "_ratio"], row[name + "_low"], row[name + "_high"] = \
-                        ratio, low, high
-                    row[name + "_decision"] = (
-                        statistics.decided(ratio, low, high, min_effect, "PyTorch faster",
-                                           "TensorFlow faster")[1]
-                        if low is not None else None)
-                for side, suffix in (("pt", "_pt"), ("tf", "_tf")):
-                    row["tokens_per_s" + suffix] = _geomean_of(
-                        [record[side]["tokens_per_s"] for record in both])
-                for word in TOKEN_WORDS:
-                    row["tokens_" + word.replace("-", "_")] = sum(
-                        1 for record in judged if record["tf"] is not None
-                        and _worse(record["pt"]["tokens"], record["tf"]["tokens"]) == word)
-                rows.append(row)
+                yield scope, mode_pt, mode_tf, judged
+
+
+RATIO_COLUMNS = scopes.SCOPE + ["mode_pt", "mode_tf", "model", "batch_size", "seq_len",
+                                "figure", "ratio", "ci_low", "ci_high", "decision", "status_pt",
+                                "status_tf"]
+
+
+def point_ratios(frame, min_effect=statistics.MIN_EFFECT):
+    """A row per generation point of PyTorch, mode of TensorFlow and figure (FIGURES' names):
+    the ratio PyTorch / TensorFlow, its 95% interval and decision (statistics.judge), and each
+    side's status (None: TensorFlow has no such point). What the generation charts draw."""
+    rows = []
+    for scope, mode_pt, mode_tf, judged in _judged_pairs(generation_points(frame), min_effect):
+        for record in judged:
+            point = record["pt"]
+            for name, _ in FIGURES:
+                found = record[name]
+                rows.append(dict(zip(scopes.SCOPE, scope), mode_pt=mode_pt, mode_tf=mode_tf,
+                                 model=point["model"], batch_size=point["batch_size"],
+                                 seq_len=point["seq_len"], figure=name, ratio=found.ratio,
+                                 ci_low=found.ci_low, ci_high=found.ci_high,
+                                 decision=found.decision, status_pt=point["status"],
+                                 status_tf=None if record["tf"] is None
+                                 else record["tf"]["status"]))
+    return pd.DataFrame(rows, columns=RATIO_COLUMNS)
+
+
+def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
+    """Per scope and pair of modes (pairs.PAIR) of task generation, COLUMNS: the points paired,
+    the fewest processes a side, the interval's kind, each figure's geometric-mean ratio
+    (PyTorch / TensorFlow), its interval and the decision of the ratio so judged, tokens per
+    second of each side (geometric means), and the paired points whose tokens, on the worse
+    side, all agreed with PyTorch eager's, first diverged at a near-tie, or differed."""
+    points = generation_points(frame)
+    if points.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = []
+    for scope, mode_pt, mode_tf, judged in _judged_pairs(points, min_effect):
+        both = [record for record in judged if record["tf"] is not None
+                and record["pt"]["status"] == "ok" and record["tf"]["status"] == "ok"]
+        row = dict(zip(scopes.SCOPE, scope))
+        row.update(mode_pt=mode_pt, mode_tf=mode_tf, points=len(both))
+        row["replicates"] = min([int(record[side]["replicates"]) for record in both
+                                 for side in ("pt", "tf")] or [0])
+        row["interval"] = statistics.interval_kind(row["replicates"], row["replicates"])
+        for name, _ in FIGURES:
+            ratio, low, high = _geomean(both, name)
+            row[name + "_ratio"], row[name + "_low"], row[name + "_high"] = ratio, low, high
+            row[name + "_decision"] = (
+                statistics.decided(ratio, low, high, min_effect, "PyTorch faster",
+                                   "TensorFlow faster")[1]
+                if low is not None else None)
+        for side, suffix in (("pt", "_pt"), ("tf", "_tf")):
+            row["tokens_per_s" + suffix] = _geomean_of(
+                [record[side]["tokens_per_s"] for record in both])
+        for word in TOKEN_WORDS:
+            row["tokens_" + word.replace("-", "_")] = sum(
+                1 for record in judged if record["tf"] is not None
+                and _worse(record["pt"]["tokens"], record["tf"]["tokens"]) == word)
+        rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _ratio_text(row, name):
-    ratio = row[name + "_ratio"]
+def ratio_text(row, name, suffix=""):
+    """A figure's ratio of a verdict row, its interval and decision: '0.09 [0.08, 0.09] PyTorch
+    faster' (``suffix``: of the columns name_ratio + suffix, ...)."""
+    ratio = row[name + "_ratio" + suffix]
     if ratio is None or pd.isna(ratio):
         return "n/a"
     text = "%.2f" % ratio
-    if not pd.isna(row[name + "_low"]) and row[name + "_low"] is not None:
-        text += " [%.2f, %.2f] %s" % (row[name + "_low"], row[name + "_high"],
-                                      row[name + "_decision"])
+    low = row[name + "_low" + suffix]
+    if low is not None and not pd.isna(low):
+        text += " [%.2f, %.2f] %s" % (low, row[name + "_high" + suffix],
+                                      row[name + "_decision" + suffix])
     return text
 
 
@@ -193,7 +227,7 @@ def lines(verdict):
                     % (row["mode_pt"], row["mode_tf"], scope, row["points"], row["replicates"],
                        row["interval"]))
         for name, words in FIGURES:
-            text.append("    %s: %s" % (words, _ratio_text(row, name)))
+            text.append("    %s: %s" % (words, ratio_text(row, name)))
         rates = [row["tokens_per_s" + suffix] for suffix in ("_pt", "_tf")]
         text.append("    tokens per second: PyTorch %s, TensorFlow %s" % tuple(
             "%.1f" % rate if rate is not None and not pd.isna(rate) else "n/a"

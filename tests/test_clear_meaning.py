@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 # The captions that explain clear (report/comparison*.rst speak of the runs' comparison, whose
 # band also widens with the machine's own change: compare/changes.py).
 CAPTIONS = ["report/workflow.rst", "report/statistics.rst", "report/ratios.rst",
-            "report/plots/ratio.rst"]
+            "report/plots/ratio.rst", "report/plots/generation.rst"]
 OLD_WORDING = re.compile(r"\bexclud\w* 1\b", flags=re.I)
 
 

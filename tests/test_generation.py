@@ -7,8 +7,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, TEST_MODELS, cell_command, snakemake, write_config
+from conftest import QUICK, REPO, TEST_MODELS, cell_command, snakemake, write_config
 from duel.cell import reference, timing
+from duel.host.store import archive, questions
+from duel.host.verdicts import generation
 
 TINY = os.path.join(TEST_MODELS, "tiny-gpt2.json")
 NEW_TOKENS = 6
@@ -43,6 +45,31 @@ def test_a_first_divergence_is_allowed_only_at_a_near_tie():
     assert apart["tokens_agree"] == 2 and apart["token_margin"] == 0.3
     assert problem.startswith("generated tokens differ from PyTorch eager's") and \
         "from token 3 of 4" in problem
+
+
+@pytest.mark.unit
+def test_each_points_ratios_are_the_verdicts_of_a_pair_of_one_point():
+    """A stored real generation run (tests/data/store-8220d59: tiny-gpt2 1x8, two processes a
+    framework): each time's ratio per point is the median of PyTorch's processes' over
+    TensorFlow's, judged between processes, and a pair of one point has that ratio as its
+    geometric mean, with the same decision."""
+    store = os.path.join(REPO, "tests", "data", "store-8220d59")
+    frame = questions.run_frame(store, archive.run_ids(store)[0])
+    ratios = generation.point_ratios(frame).set_index("figure")
+    (verdict,) = generation.generation_verdict(frame).to_dict("records")
+    samples = {framework: [list(row) for row in frame.loc[frame["framework"] == framework,
+                                                          "first_token_samples"]]
+               for framework in ("pytorch", "tensorflow")}
+    first = [np.median([np.median(process) for process in samples[framework]])
+             for framework in ("pytorch", "tensorflow")]
+    assert ratios.loc["first_token", "ratio"] == pytest.approx(first[0] / first[1])
+    for name, _ in generation.FIGURES:
+        row = ratios.loc[name]
+        assert row["ci_low"] < row["ratio"] < row["ci_high"]
+        assert verdict[name + "_ratio"] == pytest.approx(row["ratio"])
+        assert row["decision"] == "faster" and verdict[name + "_decision"] == "PyTorch faster"
+    assert verdict["points"] == 1 and verdict["replicates"] == 2
+    assert verdict["interval"] == "between processes" and verdict["tokens_agree"] == 1
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +150,5 @@ def test_generation_rows_in_both_frameworks_and_skipped_in_an_era_without_it(tmp
         assert row["peak_host_rss_mb"] > 0 and row["flops"] is None
         assert row["first_call_ms"] > 0 and row["first_token_first_call_ms"] > 0
     assert "Generation (PyTorch / TensorFlow" in result.stdout + result.stderr
+    charts = os.listdir(os.path.join(str(tmp_path), "results", "plots", "generation"))
+    assert "current_cpu_fp32_generation_duel.svg" in charts, charts

@@ -6,8 +6,10 @@ import re
 import numpy as np
 import pytest
 
+from conftest import REPO
 from duel.cell import contract, shard
 from duel.host.render import chart_kinds, plots
+from duel.host.store import archive, questions
 from duel.host.tables import summary
 from duel.host.verdicts import statistics
 
@@ -98,6 +100,10 @@ def test_every_kind_draws_a_figure_per_scope_as_png_and_svg(drawn):
                 head = handle.read(200)
             assert head.startswith(b"\x89PNG") if name.endswith(".png") else b"<svg" in \
                 open(path, "rb").read(2000)
+    # no text generated: one figure saying so
+    assert sorted(os.listdir(folders["generation"])) == ["not-in-this-run.png",
+                                                         "not-in-this-run.svg"]
+    assert "No text generation" in svg_text(folders["generation"], "not-in-this-run")
 
 
 def svg_text(folder, stem):
@@ -163,3 +169,25 @@ def test_drawing_twice_gives_the_same_svg(tmp_path):
         plots.draw_all(frame, ratios, {"frameworks": folder})
         texts.append(svg_text(folder, "current_cpu_fp32_inference_duel"))
     assert texts[0] == texts[1]
+
+
+def test_the_generation_chart_shows_both_times_of_a_real_run_and_marks_a_failed_side(tmp_path):
+    """A stored real generation run (tests/data/store-8220d59: tiny-gpt2 1x8, PyTorch eager and
+    TensorFlow eager, two processes each): a figure per scope with a panel per time, PyTorch
+    clearly faster in both (filled markers below 1 on a log axis); with TensorFlow's point
+    failed, the point is marked with its status instead."""
+    store = os.path.join(REPO, "tests", "data", "store-8220d59")
+    frame = questions.run_frame(store, archive.run_ids(store)[0])
+    stem = "current_cpu_fp32_generation_duel"
+    written, folders = draw(frame, tmp_path / "ok", ["generation"])
+    assert sorted(os.path.basename(path) for path in written["generation"]) == [
+        stem + ".png", stem + ".svg"]
+    chart = svg_text(folders["generation"], stem)
+    for words in ("Time to first token", "Time per output token", "PyTorch eager / TensorFlow "
+                  "eager", "tiny-gpt2 1x8", "1: PyTorch faster, log)", "era current"):
+        assert words in chart, words
+    assert "error" not in chart
+    failed = frame.copy()
+    failed.loc[failed["framework"] == "tensorflow", "status"] = "error"
+    _, folders = draw(failed, tmp_path / "failed", ["generation"])
+    assert "TensorFlow error" in svg_text(folders["generation"], stem)

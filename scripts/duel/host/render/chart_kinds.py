@@ -16,6 +16,7 @@ SUBCATEGORIES = {
     "gflops": "Achieved GFLOP/s",
     "noise": "How much the processes differed",
     "deployment": "Deployed: Python vs C/C++",
+    "generation": "Text generation: first token and per token",
 }
 KINDS = tuple(SUBCATEGORIES)
 # Kinds shown at the top of the report; the others under Charts.

@@ -149,8 +149,11 @@ def point_ratios(frame, min_effect=statistics.MIN_EFFECT):
     """A row per generation point of PyTorch, mode of TensorFlow and figure (FIGURES' names):
     the ratio PyTorch / TensorFlow, its 95% interval and decision (statistics.judge), and each
     side's status (None: TensorFlow has no such point). What the generation charts draw."""
+    points = generation_points(frame)
+    if points.empty:
+        return pd.DataFrame(columns=RATIO_COLUMNS)
     rows = []
-    for scope, mode_pt, mode_tf, judged in _judged_pairs(generation_points(frame), min_effect):
+    for scope, mode_pt, mode_tf, judged in _judged_pairs(points, min_effect):
         for record in judged:
             point = record["pt"]
             for name, _ in FIGURES:

@@ -1,10 +1,12 @@
-"""``duel publish`` for real: a store of real shards (three runs, two machines) and a bisection's
-answer published as a static site, every local link of every page resolving, and a headless
+"""``duel publish`` for real: a store of real shards (three runs, two machines, grown from a store
+of version 2 holding two real generation runs) and a bisection's answer published as a static
+site, every local link of every page resolving, and a headless
 Chromium opening the index, a trend page and the bisections from file:// with no console error
 and a drawn page (Chromium installed with apt where missing, tests/debian_packages.py)."""
 import html.parser
 import os
 import re
+import shutil
 import subprocess
 import urllib.parse
 
@@ -13,7 +15,7 @@ import pytest
 from PIL import Image
 
 import debian_packages
-from conftest import DUEL, cell_rows
+from conftest import DUEL, REPO, cell_rows
 from duel.cell import shard
 from duel.host.store import archive, ingest
 from store_folders import judged
@@ -46,10 +48,11 @@ def results_folder(folder, scale, started_at, disturbed=False):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """A store of three runs (two on alpha, the second noisy; one on beta) and the site
-    published from it."""
+    """A store of five runs (tests/data/store-8220d59's two generation runs; two on alpha, the
+    second noisy; one on beta) and the site published from it."""
     base = tmp_path_factory.mktemp("publish")
     store = str(base / "store")
+    shutil.copytree(os.path.join(REPO, "tests", "data", "store-8220d59"), store)
     for name, scale, started, machine in (("a", 1.0, "2026-01-01T08:00:00+00:00", "alpha"),
                                           ("b", 1.3, "2026-01-02T08:00:00+00:00", "alpha"),
                                           ("c", 1.1, "2026-01-02T09:00:00+00:00", "beta")):
@@ -104,7 +107,7 @@ def test_every_page_is_there_and_every_link_resolves(site):
             if parsed.fragment and resolved.endswith(".html"):
                 assert parsed.fragment in ids[resolved][0], (path, target)
     index = open(os.path.join(site, "index.html"), encoding="utf-8").read()
-    assert "3 runs" in index and "alpha" in index and "beta" in index
+    assert "5 runs" in index and "alpha" in index and "beta" in index
     assert "<script" not in index.lower()
     noisy = "unrecorded, noisy: 12 of 12 points disturbed, steal 9%"
     assert index.count(noisy) == 1 and 'noisy">%s</td>' % noisy in index, index
@@ -118,6 +121,17 @@ def test_every_page_is_there_and_every_link_resolves(site):
                  encoding="utf-8").read()
     assert "PyTorch eager vs TensorFlow eager" in scope and scope.count("<tr>") == 4, scope
     assert scope.count("</span>, noisy") == 1
+    generated = open(os.path.join(site, "scope", "current_cpu_fp32_generation_duel.html"),
+                     encoding="utf-8").read()
+    assert "Text generation" in generated and "Generation: PyTorch eager vs TensorFlow eager" \
+        in generated
+    assert len(re.findall(r"<td[^>]*>0\.\d\d \[0\.\d\d, 0\.\d\d\] PyTorch faster</td>",
+                          generated)) == 4, generated  # two runs, two times each
+    chart = open(os.path.join(site, "scope", "current_cpu_fp32_generation_duel-generation.svg"),
+                 encoding="utf-8").read()
+    assert "Time to first token" in chart and "Time per output token" in chart
+    assert "generation" not in open(os.path.join(
+        site, "scope", "current_cpu_fp32_inference_duel.html"), encoding="utf-8").read().lower()
     bisections = open(os.path.join(site, "bisections.html"), encoding="utf-8").read()
     assert "step at 2.11.0 -&gt; 2.12.1: faster, time ratio 0.42 [0.41, 0.43]" in bisections
     assert 'href="bisections.html"' in index

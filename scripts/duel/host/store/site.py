@@ -9,7 +9,10 @@ Pages, every link relative:
                                TensorFlow verdict of each run per pair of modes (geometric-mean
                                ratio, points each framework clearly wins, equivalent, undecided:
                                statistics.pair_summary)
-                               in a table, and the ratio over the runs in a chart
+                               in a table, and the ratio over the runs in a chart; in a
+                               scope of task generation also each run's generation verdict
+                               (time to first token, per output token, tokens per second,
+                               tokens agreed) and the latest run's generation chart
     model/<model>.html         per model, machine and scope: a trend chart (one axes per batch x
                                length point, a line per framework and mode, the run's figure
                                against its start time, its interval as a band) and the latest
@@ -53,7 +56,7 @@ from duel.host.render import bisection, pages, plots  # noqa: E402
 from duel.host.render.pages import link, table, text  # noqa: E402
 from duel.host.store import archive, questions  # noqa: E402
 from duel.host.tables import breakdown, replicates, scopes, summary  # noqa: E402
-from duel.host.verdicts import statistics  # noqa: E402
+from duel.host.verdicts import generation, statistics  # noqa: E402
 
 VERDICT_RUNS = 200
 JUDGES = 4  # processes judging runs at most
@@ -69,6 +72,9 @@ NOISY_MARKER = dict(linestyle="none", marker="x", color="black", markersize=6, z
 # identity, status, samples and machine (summary.py's point table over these alone is the same
 # for the verdict, and a fraction of the work).
 VERDICT_COLUMNS = list(contract.shown_in(contract.SITE))
+# Those and generation's own: what generation's verdict needs (verdicts/generation.py).
+GENERATION_COLUMNS = list(dict.fromkeys(
+    VERDICT_COLUMNS + [declared.name for declared in contract.GENERATION]))
 SAME_RUN = ["eras", "devices", "git_commit", "lock_sha256"]  # runs alike but for the machine
 UNNAMED = "unnamed-machine"  # a run that recorded neither a machine nor a hostname
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -135,6 +141,65 @@ def run_verdicts(store, run_ids):
         pairs.insert(0, "run_id", run_id)
         found.append(pairs)
     return (pd.concat(found, ignore_index=True) if found else pd.DataFrame()), failed
+
+
+def generation_verdicts(store, run_ids):
+    """Of the runs ``run_ids`` that generated text: each one's generation verdict
+    (generation.generation_verdict) and its points' ratios (generation.point_ratios), each
+    with run_id. Judged here: a run's generation points are few."""
+    rows = archive.query(store, "SELECT run_id, %s FROM points WHERE task = ? AND "
+                                "list_contains(?, run_id)" % ", ".join(GENERATION_COLUMNS),
+                         [generation.TASK, list(run_ids)], views=("points",))
+    verdicts, ratios = [pd.DataFrame(columns=["run_id"] + generation.COLUMNS)], \
+        [pd.DataFrame(columns=["run_id"] + generation.RATIO_COLUMNS)]
+    for run_id, frame in rows.groupby("run_id", sort=False):
+        frame = frame.drop(columns="run_id")
+        verdicts.append(generation.generation_verdict(frame).assign(run_id=run_id))
+        ratios.append(generation.point_ratios(frame).assign(run_id=run_id))
+    return tuple(pd.concat([table for table in tables if len(table)] or tables[:1],
+                           ignore_index=True) for tables in (verdicts, ratios))
+
+
+def _rates(row):
+    return " / ".join("" if pd.isna(row["tokens_per_s" + suffix]) else
+                      "%.1f" % row["tokens_per_s" + suffix] for suffix in ("_pt", "_tf"))
+
+
+def generation_sections(out, scope, by_run, found):
+    """A scope's generation verdicts (``found``: generation_verdicts' pair) for its page: the
+    latest judged run's chart (plots.generation_figure) and, per pair of modes, each run's
+    verdict, newest first; (chart or None, sections)."""
+    verdicts, ratios = (table[np.logical_and.reduce(
+        [table[name] == value for name, value in zip(scopes.SCOPE, scope)])]
+        if len(table) else table for table in found)
+    if verdicts.empty:
+        return None, []
+    verdicts = verdicts.assign(started_at=verdicts["run_id"].map(by_run["started_at"]))
+    verdicts = verdicts.sort_values(["started_at", "run_id"], ascending=False)
+    latest = verdicts["run_id"].iloc[0]
+    run = by_run.loc[latest]
+    chart = "%s-generation.svg" % _name(*scope)
+    with plt.rc_context(plots.STYLE):
+        figure = plots.generation_figure(
+            ratios[ratios["run_id"] == latest],
+            "the latest judged run, %s (%s, %s)" % (latest, run["when"], run["machine"]))
+    _save(figure, os.path.join(out, "scope", chart))
+    sections = []
+    for (mode_pt, mode_tf), pair in verdicts.groupby(["mode_pt", "mode_tf"], sort=True):
+        rows = []
+        for _, row in pair.sort_values(["started_at", "run_id"], ascending=False).iterrows():
+            run = by_run.loc[row["run_id"]]
+            rows.append([run["when"], row["run_id"], run["machine"], _short(run["git_commit"])]
+                        + [generation.ratio_text(row, name) for name, _ in generation.FIGURES]
+                        + [_rates(row)] + [row["tokens_" + word.replace("-", "_")]
+                                           for word in generation.TOKEN_WORDS]
+                        + [row["points"], row["replicates"]])
+        sections.append(dict(mode_pt=mode_pt, mode_tf=mode_tf, table=table(
+            ["started", "run", "machine", "commit"] + [words for _, words in generation.FIGURES]
+            + ["tokens per second PyTorch / TensorFlow", "tokens agree", "first diverging at "
+               "a near-tie", "tokens differ", "points", "processes"], rows,
+            wrap=[words for _, words in generation.FIGURES])))
+    return chart, sections
 
 
 def start_judging(store, run_ids):
@@ -305,8 +370,9 @@ def ratio_class(row):
     return pages.verdict_class(winner) if winner else ""
 
 
-def scope_pages(out, runs, verdicts, scopes_found, judged):
-    """A page per scope: per pair of modes, each judged run's verdict, newest first; returns
+def scope_pages(out, runs, verdicts, scopes_found, judged, generated=None):
+    """A page per scope: per pair of modes, each judged run's verdict, newest first, and its
+    generation verdicts where it has them (``generated``: generation_verdicts' pair); returns
     {scope values: its page}."""
     written = {}
     by_run = runs.set_index("run_id")
@@ -343,10 +409,13 @@ def scope_pages(out, runs, verdicts, scopes_found, judged):
                 ["started", "run", "machine", "commit", "geomean ratio", "PyTorch faster",
                  "TensorFlow faster", "equivalent", "undecided", "compared", "points",
                  "processes", "interval"], rows, classes)))
+        generation_chart, generation_pairs = generation_sections(
+            out, scope, by_run, generated) if generated is not None else (None, [])
         _write(os.path.join(out, page), _page(
             "scope.html", "Verdicts in %s" % _scope_label(scope), 1,
             method=statistics.method_text(), judged=judged, chart=chart,
-            scope=_scope_label(scope), pairs=sections))
+            scope=_scope_label(scope), pairs=sections, generation_chart=generation_chart,
+            generation_pairs=generation_pairs))
         written[scope] = page
     return written
 
@@ -544,7 +613,8 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
         scopes_found = sorted(set(map(tuple, history[scopes.SCOPE].to_numpy()))
                               | (set(map(tuple, verdicts[scopes.SCOPE].to_numpy()))
                                  if len(verdicts) else set()))
-        scope_links = scope_pages(partial, runs, verdicts, scopes_found, judged)
+        scope_links = scope_pages(partial, runs, verdicts, scopes_found, judged,
+                                  generation_verdicts(store, latest))
         groups = machine_groups(runs)
         machines_link = machines_page(partial, groups, history) if groups else None
         index_page(partial, runs, scope_links, model_links, machines_link, judged, verdicts,

@@ -25,7 +25,7 @@ from duel.cell import contract, modes
 
 from duel.host.store import archive
 from duel.host.tables import scopes
-from duel.host.verdicts import statistics
+from duel.host.verdicts import generation, statistics
 
 POINT = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<framework>%s)/"
                    r"(?P<mode>[A-Za-z0-9_-]+)/(?P<batch_size>\d+)x(?P<seq_len>\d+)$"
@@ -123,7 +123,8 @@ def _rows(store, points, filters, figure=TIME):
     only generation's where ``figure`` is one of its times."""
     where, parameters = ["counted"], []
     if figure != TIME:
-        where.append("task = 'generation'")
+        where.append("task = ?")
+        parameters.append(generation.TASK)
     if points:
         alternatives = []
         for point in points:

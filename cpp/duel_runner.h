@@ -6,7 +6,8 @@
 // a JSON result (raw samples, load time, its own peak RSS) plus the final hidden state of one
 // more call, for the reference check in the cell. No Python interpreter runs in this process.
 //
-// The stopping rule (timing.py, time_duel; tests/test_deployed_timing.py holds the two in step):
+// The stopping rule (timing.py, time_duel; tests/features/test_deployment.py holds the two in
+// step):
 //   barrier; first call timed apart (first_call_ms); max(1, warmup_calls) - 1 more untimed
 //   calls (at least one warm-up: the first call is never a sample); barrier; then one call per sample, a barrier before each clock read, until
 //   (n >= min_samples and elapsed >= min_time_s) or n >= max_samples or elapsed >= max_time_s.

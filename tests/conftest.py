@@ -2,6 +2,7 @@
 import contextlib
 import fcntl
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -9,10 +10,12 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import pytest
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TESTS)
 SCRIPTS = os.path.join(REPO, "scripts")
 MODELS = os.path.join(REPO, "config", "models")
 TEST_MODELS = os.path.join(REPO, "tests", "data", "models")
@@ -160,6 +163,120 @@ def era_shards(tmp_path):
     return paths
 
 
+# Made-up inputs with a known answer that test modules of several folders share.
+def era_python(era):
+    """The interpreter of ``era``'s environment (built first where it is missing)."""
+    from duel.host.stacks import eras
+    if era == "current":
+        return sys.executable
+    lock = eras.lock_file(REPO, era, "cpu")
+    prefix = eras.keyed_prefix(os.path.join(REPO, ".era-envs"), era, "cpu", lock)
+    with open(os.devnull, "w") as log:
+        eras.ensure_env(era, lock, prefix, log)
+    return eras.env_python(prefix)
+
+
+# A model config in models_dir that planning cannot read: the text, and words of its one line.
+BROKEN_MODEL_CONFIGS = {
+    "not JSON": ("{\"name\": \"broken\", family: bert}", "not valid JSON (Expecting property "
+                 "name enclosed in double quotes: line 1 column 20"),
+    "a JSON list": ("[1, 2]", "a model config is a JSON object"),
+    "an unknown family": (json.dumps({"name": "broken", "family": "gpt5", "architecture": {}}),
+                          "model 'broken' cannot run: transformers "),
+    "a type without a TensorFlow class": (json.dumps({"name": "broken", "family": "llama",
+                                                      "architecture": {"vocab_size": 10}}),
+                                          "model 'broken' cannot run: transformers "),
+    "no family": (json.dumps({"name": "broken", "architecture": {}}),
+                  "no 'family' (transformers' model_type"),
+    "another name": (json.dumps({"name": "other", "family": "bert", "architecture": {}}),
+                     "names model 'other', expected 'broken'"),
+    "no architecture": (json.dumps({"name": "broken", "family": "bert"}),
+                        "no 'architecture' object"),
+    "a key missing": (json.dumps({"name": "broken", "family": "gpt2",
+                                  "architecture": {"n_embd": 8, "vocab_size": 10}}),
+                      "'architecture' lacks n_layer"),
+    "a key not a number": (json.dumps({"name": "broken", "family": "bert", "architecture": {
+        "hidden_size": "768", "num_hidden_layers": 2, "vocab_size": 10}}),
+        "'architecture' lacks hidden_size"),
+}
+
+
+# A run's rows, synthetic: two cells (CELLS) at five points (GRID), each replicate its own level.
+CELLS = [("pytorch", "eager"), ("tensorflow", "function")]
+GRID = [(1, 8), (1, 128), (2, 8), (2, 128), (4, 32)]
+
+
+def environment(framework, threads=2):
+    """What a cell of ``framework`` records of its machine and software, one machine's."""
+    return dict(
+        python="3.11.9", framework_version="2.13.0+cpu" if framework == "pytorch" else "2.21.0",
+        transformers_version="4.57.6", numpy_version="2.3.5", pyarrow_version="26.0.1",
+        device_name="cpu", cpu_model="AMD EPYC 7B13", cpu_flags="avx2 fma", cpu_max_mhz=None,
+        logical_cpus=2, threads=threads, hostname="duel-1", platform="Linux-6.1-x86_64",
+        runner="native", git_commit="9e5c9a1", config_sha256="ab" * 32, seed=0)
+
+
+def synthetic_rows(replicates=3, seed=0, between=0.04, within=0.01, slow=None, era="current",
+                   started="2026-12-01T06:00:00+00:00", env=None, grid=GRID, status=None,
+                   method="duel", models=("bert",)):
+    """Rows of a run: every replicate of a cell sits at its own level (lognormal, ``between``),
+    samples scatter around it (``within``); ``slow`` multiplies chosen points' times."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in models:
+        for framework, mode in CELLS:
+            for replicate in range(1, replicates + 1):
+                level = float(np.exp(rng.normal(0.0, between)))
+                for batch, length in grid:
+                    row = contract.empty_row()
+                    row.update(era=era, device="cpu", framework=framework, mode=mode,
+                               precision="fp32", task="inference", model=model,
+                               replicate=replicate, batch_size=batch, seq_len=length,
+                               method=method, started_at=started)
+                    row.update(environment(framework))
+                    row.update((env or {}).get(framework, {}))
+                    point_status = (status or {}).get((framework, batch, length), "ok")
+                    row["status"] = point_status
+                    if point_status != "ok":
+                        row["message"] = "out of memory" if point_status == "oom" else "boom"
+                        rows.append(row)
+                        continue
+                    factor = (slow or {}).get((framework, batch, length), 1.0)
+                    centre = 2.0 * batch * length ** 0.5 * level * factor
+                    samples = centre * np.exp(rng.normal(0.0, within, 30))
+                    row.update(samples=[float(v) for v in samples], n_samples=30,
+                               mean=float(samples.mean()), median=float(np.median(samples)),
+                               std=float(samples.std(ddof=1)), min=float(samples.min()),
+                               max=float(samples.max()), p90=float(np.percentile(samples, 90)))
+                    rows.append(row)
+    return rows
+
+
+def pooled_figure(groups, statistic="median"):
+    """A point's figure from its processes' samples, by the one pooling (replicates.pooled)."""
+    from duel.host.tables import replicates
+    from duel.host.verdicts import statistics
+    return float(replicates.pooled(statistics.replicate_figures(groups, statistic),
+                                   [len(group) for group in groups], statistic))
+
+
+# A bisection's record as duel bisect writes it (bisect/answer.py): a step between two releases.
+RECORD = {
+    "name": "bert-tf-function-2.11-2.12", "model": "bert-base-cased", "framework": "tensorflow",
+    "mode": "function",
+    "batch_size": 1, "seq_len": 128, "method": "duel", "machine": "vm", "cpu_model": "AMD EPYC",
+    "total": {"ratio": 0.42, "low": 0.41, "high": 0.43, "clear": True},
+    "findings": [{"kind": "step", "before": 0, "after": 1, "ratio": 0.42, "low": 0.41,
+                  "high": 0.43, "reason": None, "confounded": ["python"],
+                  "coincides": ["build onednn: false -> true", "python: 3.7 -> 3.11"]}],
+    "releases": [
+        {"version": "2.11.0", "date": "2022-11-18", "status": "measured", "figure_ms": 359.0,
+         "low_ms": 350.0, "high_ms": 368.0, "python": "3.7", "build": {"onednn": False}},
+        {"version": "2.12.1", "date": "2023-07-05", "status": "measured", "figure_ms": 150.0,
+         "low_ms": 149.0, "high_ms": 151.0, "python": "3.11", "build": {"onednn": True}}],
+    "environments_built": 1, "seconds": 600.0}
+
+
 # What a test costs and needs (pytest.ini lists them; README.md, "Tests", gives the subsets).
 COST_MARKERS = ("unit", "framework", "workflow", "era", "docker", "slurm", "install")
 
@@ -169,12 +286,18 @@ COST_MARKERS = ("unit", "framework", "workflow", "era", "docker", "slurm", "inst
 # share a machine-wide resource go to one worker as one unit, one after another: the private Docker
 # engine (one data root) and the SLURM cluster (one bridge, fixed node names) are each started
 # by one worker only.
-SHARED_RESOURCES = {"docker": ("test_docker.py", "test_docker_hf2019.py"),
-                    "slurm": ("test_slurm.py", "test_slurm_nodes.py")}
+# Modules are named by their path under tests/ (``under_tests``).
+SHARED_RESOURCES = {"docker": ("features/test_docker.py", "features/test_docker_hf2019.py"),
+                    "slurm": ("features/test_slurm.py", "features/test_slurm_nodes.py")}
 UNIT_OF_MODULE = {module: resource for resource, modules in SHARED_RESOURCES.items()
                   for module in modules}
 # Costliest modules first, so the long ones do not start last and leave a worker idle at the end.
 COST_ORDER = ("docker", "slurm", "era", "install", "workflow", "framework", "unit")
+
+
+def under_tests(path):
+    """A test file's path under tests/, with forward slashes (features/test_docker.py)."""
+    return os.path.relpath(os.path.abspath(str(path)), TESTS).replace(os.sep, "/")
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -185,7 +308,8 @@ def pytest_xdist_make_scheduler(config, log):
     class ByModuleAndResource(LoadScopeScheduling):
         def _split_scope(self, nodeid):
             module = nodeid.split("::", 1)[0]
-            return UNIT_OF_MODULE.get(os.path.basename(module), module)
+            path = under_tests(os.path.join(str(config.rootpath), module))
+            return UNIT_OF_MODULE.get(path, module)
 
     return ByModuleAndResource(config, log)
 
@@ -214,7 +338,7 @@ def pytest_collection_modifyitems(config, items):
     misplaced = ["%s (marked %s: add its module to SHARED_RESOURCES)" % (item.nodeid, resource)
                  for item in items for resource, modules in SHARED_RESOURCES.items()
                  if item.get_closest_marker(resource)
-                 and os.path.basename(str(item.fspath)) not in modules]
+                 and under_tests(item.path) not in modules]
     if misplaced:
         raise pytest.UsageError("tests that would start a second %s in another worker:\n  %s"
                                 % ("/".join(SHARED_RESOURCES), "\n  ".join(misplaced)))

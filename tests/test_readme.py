@@ -23,10 +23,11 @@ from conftest import QUICK, REPO, TEST_MODELS
 
 RUN, PLAN, COLLECT = "run", "plan", "collect"
 OUT_OF_REACH = {
-    "docker": "a Docker engine and an image (tests/test_docker.py builds one and runs cells)",
-    "apptainer": "Apptainer, which cannot be installed here (tests/test_containers.py runs its "
-                 "wiring with a stand-in)",
-    "slurm": "a SLURM cluster (tests/test_slurm.py starts one and runs this profile)",
+    "docker": "a Docker engine and an image (tests/features/test_docker.py builds one and runs "
+              "cells)",
+    "apptainer": "Apptainer, which cannot be installed here (tests/host/stacks/test_images.py "
+                 "runs its wiring with a stand-in)",
+    "slurm": "a SLURM cluster (tests/features/test_slurm.py starts one and runs this profile)",
 }
 # Every command of the README's ```bash blocks (comments dropped, continued lines joined), and
 # what this test does with it, in the README's order.
@@ -54,9 +55,9 @@ COMMANDS = {
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml": PLAN,
     ".venv/bin/snakemake --cores all --configfile config/paper-2019.yaml --config "
     "'models=[bert-base-cased,gpt2]' 'batch_sizes=[1]' 'sequence_lengths=[8,128]'": PLAN,
-    ".venv/bin/duel lock": "regenerates the locks (tests/test_locks.py runs it)",
+    ".venv/bin/duel lock": "regenerates the locks (tests/cell/test_locks.py runs it)",
     ".venv/bin/duel lock --upgrade-package numpy":
-        "a deliberate upgrade of one pin (tests/test_locks.py runs the regeneration)",
+        "a deliberate upgrade of one pin (tests/cell/test_locks.py runs the regeneration)",
     ".venv/bin/duel lock -- --extra-index-url URL":
         "a regeneration with another source (URL is the user's)",
     ".venv/bin/duel image build current cpu --local-base": OUT_OF_REACH["docker"],
@@ -69,23 +70,24 @@ COMMANDS = {
     ".venv-slurm/bin/snakemake --profile config/profiles/slurm --config cell_threads=16 "
     "--default-resources slurm_partition=NAME slurm_account=NAME": OUT_OF_REACH["slurm"],
     ".venv/bin/duel compare BASE NEW --output DIR":
-        "a comparison of two runs (tests/test_compare.py runs it on two tiny runs)",
+        "a comparison of two runs (tests/host/compare/test_changes.py runs it on two tiny runs)",
     ".venv/bin/duel rebuild RUN_DIR --output NEW":
-        "a rebuild of a past run (tests/test_rebuild.py runs it on a tiny run)",
+        "a rebuild of a past run (tests/host/provenance/test_rebuild.py runs it on a tiny run)",
     ".venv/bin/duel rebuild RUN_DIR --output NEW --models gpt2 --cells "
-    "pytorch/eager": "a rebuild's subset (tests/test_rebuild.py checks the narrowing)",
+    "pytorch/eager":
+        "a rebuild's subset (tests/host/provenance/test_rebuild.py checks the narrowing)",
     ".venv/bin/duel rebuild RUN_DIR --output NEW --today-stack":
         "a rebuild with today's locks (not run by the tests)",
     ".venv/bin/duel runs": RUN,
     ".venv/bin/duel history bert-base-cased/pytorch/eager/1x128 --machine lab-a": RUN,
     ".venv/bin/duel trend": RUN,
     ".venv/bin/duel compare RUN_A RUN_B --output DIR":
-        "a comparison of two stored runs (tests/test_store.py runs it)",
+        "a comparison of two stored runs (tests/host/store/test_store.py runs it)",
     ".venv/bin/duel store add DIR --machine a100-node":
-        "an add of a folder made elsewhere (tests/test_store.py runs it)",
-    ".venv/bin/duel store rm RUN": "a removal (tests/test_store.py runs it)",
-    ".venv/bin/duel store check --fix": "a check of a damaged store (tests/test_store_faults.py "
-                                        "runs it)",
+        "an add of a folder made elsewhere (tests/host/store/test_store.py runs it)",
+    ".venv/bin/duel store rm RUN": "a removal (tests/host/store/test_store.py runs it)",
+    ".venv/bin/duel store check --fix":
+        "a check of a damaged store (tests/host/store/test_store_faults.py runs it)",
     ".venv/bin/duel publish site": RUN,
     ".venv/bin/duel bisect bert-base-cased/tensorflow/function/1x128 --from hf2019 --to 2.13 "
     "--dry-run": RUN,
@@ -160,8 +162,8 @@ def readme_run(tmp_path_factory):
         what = COMMANDS[command]
         if what == COLLECT:  # a subset of this suite: its marker expression selects tests, on
             # one module with unit, workflow and era tests (the whole suite collects in 20 s)
-            result = shell(command + " --collect-only -q -p no:cacheprovider tests/test_eras.py",
-                           REPO)
+            result = shell(command + " --collect-only -q -p no:cacheprovider "
+                           "tests/features/test_era_environments.py", REPO)
             assert "::test_" in result.stdout, command
         elif command.startswith("CHECKOUT/"):  # from elsewhere, with a config file of one's own
             elsewhere = tmp_path / "elsewhere"

@@ -4,8 +4,8 @@ The benchmark itself is run on demand (benchmarks/results/2026-11-29-harness.md;
 minute and a half on a loaded 2-core machine, the full mode about 6 minutes), not by the suite.
 Here: part 1 for real with few samples; part 2 for real on the tiny BERT, two short rounds (marked
 framework: it imports torch); part 3's pairing with a stand-in for its two `run_cell.py`
-processes (those run for real in test_reference.py and test_workflow.py); the table and its
-Disturbed flag on the report those parts make.
+processes (those run for real in tests/cell/test_reference.py and tests/features/test_workflow.py);
+the table and its Disturbed flag on the report those parts make.
 """
 import importlib.util
 import json

@@ -6,13 +6,11 @@ first if no run has built it yet.
 import json
 import os
 import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import PACKAGE_PATH, REPO
-from duel.host.stacks import eras
+from conftest import PACKAGE_PATH, REPO, era_python
 
 PROBE = r"""
 import glob, json, os, sys
@@ -47,16 +45,6 @@ with torch.no_grad():
     report["gpt2_trace_diff"] = float((compat.last_hidden_state(traced(ids)) - eager).abs().max())
 print(json.dumps(report))
 """
-
-
-def era_python(era):
-    if era == "current":
-        return sys.executable
-    lock = eras.lock_file(REPO, era, "cpu")
-    prefix = eras.keyed_prefix(os.path.join(REPO, ".era-envs"), era, "cpu", lock)
-    with open(os.devnull, "w") as log:
-        eras.ensure_env(era, lock, prefix, log)
-    return eras.env_python(prefix)
 
 
 @pytest.mark.parametrize("era, version, legacy", [

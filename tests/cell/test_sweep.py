@@ -4,7 +4,8 @@ The adapter follows adapters/base.py's interface with numpy "models": its calls 
 state computed from the input, and each test makes one thing go wrong (a point that raises, a
 point past the maximum length, a build that fails, an output beyond tolerance, a loss that does
 not fall). Each must give its own row and status, the others' rows unaffected. The real
-frameworks run the same sweep in tests/test_reference.py, test_training.py and test_workflow.py.
+frameworks run the same sweep in tests/cell/test_reference.py, tests/features/test_training.py
+and tests/features/test_workflow.py.
 """
 import functools
 import io

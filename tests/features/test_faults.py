@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import QUICK, REPO, TEST_MODELS, shard_file, snakemake, write_config
-from test_config import BROKEN_MODEL_CONFIGS
+from conftest import (BROKEN_MODEL_CONFIGS, QUICK, REPO, TEST_MODELS, shard_file, snakemake,
+                      write_config)
 
 pytestmark = pytest.mark.workflow
 
@@ -314,8 +314,8 @@ def test_a_run_its_disk_cannot_hold_is_refused_with_both_figures(small_disk, tmp
 @pytest.mark.parametrize("case", ["not JSON", "a key missing",
                                   "a type without a TensorFlow class"])
 def test_a_broken_model_config_is_one_line_naming_the_file(tmp_path, case):
-    """Each kind of broken model config is a unit case in test_config.py; two of them end to end,
-    so no traceback reaches the console."""
+    """Each kind of broken model config is a unit case in tests/host/plan/test_planner.py; two
+    of them end to end, so no traceback reaches the console."""
     text, words = BROKEN_MODEL_CONFIGS[case]
     models = tmp_path / "models"
     models.mkdir()
@@ -342,7 +342,7 @@ def test_an_oversized_plan_is_refused_with_its_count_before_the_graph(tmp_path, 
             in said(result)), said(result)[-2000:]
     # Unbounded, this plan ran for minutes in gigabytes; refused, it costs Snakemake's start.
     assert elapsed < 60
-    # max_jobs raises the limit for those who mean it (the boundary: test_config.py).
+    # max_jobs raises the limit for those who mean it (the boundary: host/plan/test_planner.py).
     raised = snakemake(tmp_path, "-n", "--cores", "all", "--configfile", config, "--config",
                        "replicates=2", "max_jobs=5", check=False)
     assert raised.returncode == 0 and planned_jobs(raised)["run_cell"] == "4", said(raised)[-2000:]

@@ -26,7 +26,7 @@ about two: gradients for activations and for weights) of the model with its lang
 head, whose output projection adds 2 B L d V (V the vocabulary); albert's and electra's heads
 project d to E first and E to V, 2 B L (d E + E V).
 
-tests/test_flops.py checks these against torch's own counter on real models of each family.
+tests/cell/test_flops.py checks these against torch's own counter on real models of each family.
 """
 
 # family: (hidden size key, layer count key, feed-forward size key or None for 4 d)

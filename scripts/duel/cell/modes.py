@@ -2,7 +2,7 @@
 
 The adapters, the deployment modes, run_cell.py, the export, the planning, the comparison pairs
 and the charts read this list; what cannot import it (the config schema's enum, the charts'
-colours) is held to it by tests/test_mode_registry.py. A mode is added here or nowhere.
+colours) is held to it by tests/cell/test_modes.py. A mode is added here or nowhere.
 Read by in-cell code: Python 3.6, standard library only.
 """
 from collections import OrderedDict, namedtuple

@@ -11,7 +11,7 @@ from duel.host.bisect import answer, search, stack
 from duel.host.render import bisection
 from duel.host.stacks import as_of, eras, releases
 
-from conftest import DUEL, REPO
+from conftest import DUEL, RECORD, REPO
 
 INDEX = os.path.join(REPO, "tests", "data", "index", "tensorflow.json")
 # Per-process figures (ms) as runs of BERT-base 1x128 give them on a 2-vCPU VM: three processes
@@ -167,20 +167,7 @@ def test_a_bisections_registry_joins_the_checkouts(tmp_path, monkeypatch):
         eras.registry(REPO)
 
 
-RECORD = {
-    "name": "bert-tf-function-2.11-2.12", "model": "bert-base-cased", "framework": "tensorflow",
-    "mode": "function",
-    "batch_size": 1, "seq_len": 128, "method": "duel", "machine": "vm", "cpu_model": "AMD EPYC",
-    "total": {"ratio": 0.42, "low": 0.41, "high": 0.43, "clear": True},
-    "findings": [{"kind": "step", "before": 0, "after": 1, "ratio": 0.42, "low": 0.41,
-                  "high": 0.43, "reason": None, "confounded": ["python"],
-                  "coincides": ["build onednn: false -> true", "python: 3.7 -> 3.11"]}],
-    "releases": [
-        {"version": "2.11.0", "date": "2022-11-18", "status": "measured", "figure_ms": 359.0,
-         "low_ms": 350.0, "high_ms": 368.0, "python": "3.7", "build": {"onednn": False}},
-        {"version": "2.12.1", "date": "2023-07-05", "status": "measured", "figure_ms": 150.0,
-         "low_ms": 149.0, "high_ms": 151.0, "python": "3.11", "build": {"onednn": True}}],
-    "environments_built": 1, "seconds": 600.0}
+
 
 
 @pytest.mark.unit

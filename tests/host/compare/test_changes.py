@@ -3,68 +3,21 @@ runs, every bad input, the environment differences, and two real tiny workflow r
 import os
 import subprocess
 
-import numpy as np
 import openpyxl
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import DUEL, QUICK, REPO, TEST_MODELS, snakemake, write_config
-from duel.cell import conditions, contract, shard
+from conftest import (CELLS, DUEL, GRID, QUICK, REPO, TEST_MODELS, snakemake, synthetic_rows,
+                      write_config)
+from duel.cell import conditions, shard
 from duel.host.compare import changes, report, two_runs
 from duel.host.store import archive, questions
 
 from duel.host.cli import main as duel
 
-CELLS = [("pytorch", "eager"), ("tensorflow", "function")]
-GRID = [(1, 8), (1, 128), (2, 8), (2, 128), (4, 32)]
 COMMAND = DUEL + ["compare"]
-
-
-def environment(framework, threads=2):
-    return dict(
-        python="3.11.9", framework_version="2.13.0+cpu" if framework == "pytorch" else "2.21.0",
-        transformers_version="4.57.6", numpy_version="2.3.5", pyarrow_version="26.0.1",
-        device_name="cpu", cpu_model="AMD EPYC 7B13", cpu_flags="avx2 fma", cpu_max_mhz=None,
-        logical_cpus=2, threads=threads, hostname="duel-1", platform="Linux-6.1-x86_64",
-        runner="native", git_commit="9e5c9a1", config_sha256="ab" * 32, seed=0)
-
-
-def synthetic_rows(replicates=3, seed=0, between=0.04, within=0.01, slow=None, era="current",
-                   started="2026-12-01T06:00:00+00:00", env=None, grid=GRID, status=None,
-                   method="duel", models=("bert",)):
-    """Rows of a run: every replicate of a cell sits at its own level (lognormal, ``between``),
-    samples scatter around it (``within``); ``slow`` multiplies chosen points' times."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for model in models:
-        for framework, mode in CELLS:
-            for replicate in range(1, replicates + 1):
-                level = float(np.exp(rng.normal(0.0, between)))
-                for batch, length in grid:
-                    row = contract.empty_row()
-                    row.update(era=era, device="cpu", framework=framework, mode=mode,
-                               precision="fp32", task="inference", model=model,
-                               replicate=replicate, batch_size=batch, seq_len=length,
-                               method=method, started_at=started)
-                    row.update(environment(framework))
-                    row.update((env or {}).get(framework, {}))
-                    point_status = (status or {}).get((framework, batch, length), "ok")
-                    row["status"] = point_status
-                    if point_status != "ok":
-                        row["message"] = "out of memory" if point_status == "oom" else "boom"
-                        rows.append(row)
-                        continue
-                    factor = (slow or {}).get((framework, batch, length), 1.0)
-                    centre = 2.0 * batch * length ** 0.5 * level * factor
-                    samples = centre * np.exp(rng.normal(0.0, within, 30))
-                    row.update(samples=[float(v) for v in samples], n_samples=30,
-                               mean=float(samples.mean()), median=float(np.median(samples)),
-                               std=float(samples.std(ddof=1)), min=float(samples.min()),
-                               max=float(samples.max()), p90=float(np.percentile(samples, 90)))
-                    rows.append(row)
-    return rows
 
 
 def write_run(folder, rows, extra=None, drop=()):

@@ -5,7 +5,6 @@ default config, the command line's overrides parsed and merged as Snakemake does
 command-line numbers, the schema, the plan and the devices. A few also run end to end through a
 real ``snakemake -n`` (a Snakemake start each, seconds), which keeps that wiring proven.
 """
-import json
 import os
 
 import pytest
@@ -14,7 +13,7 @@ from snakemake.cli import parse_config
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
-from conftest import REPO, snakemake
+from conftest import BROKEN_MODEL_CONFIGS, REPO, snakemake
 from duel.host.plan import planner
 
 DEFAULT_CONFIG = os.path.join(REPO, "config", "config.yaml")
@@ -164,31 +163,6 @@ def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
         "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2/r1.parquet"
     with pytest.raises(planner.PlanError, match="no NVIDIA GPU"):
         planner.check_devices(config["devices"], has_gpu=lambda: False)
-
-
-# A model config in models_dir that planning cannot read: the text, and words of its one line.
-BROKEN_MODEL_CONFIGS = {
-    "not JSON": ("{\"name\": \"broken\", family: bert}", "not valid JSON (Expecting property "
-                 "name enclosed in double quotes: line 1 column 20"),
-    "a JSON list": ("[1, 2]", "a model config is a JSON object"),
-    "an unknown family": (json.dumps({"name": "broken", "family": "gpt5", "architecture": {}}),
-                          "model 'broken' cannot run: transformers "),
-    "a type without a TensorFlow class": (json.dumps({"name": "broken", "family": "llama",
-                                                      "architecture": {"vocab_size": 10}}),
-                                          "model 'broken' cannot run: transformers "),
-    "no family": (json.dumps({"name": "broken", "architecture": {}}),
-                  "no 'family' (transformers' model_type"),
-    "another name": (json.dumps({"name": "other", "family": "bert", "architecture": {}}),
-                     "names model 'other', expected 'broken'"),
-    "no architecture": (json.dumps({"name": "broken", "family": "bert"}),
-                        "no 'architecture' object"),
-    "a key missing": (json.dumps({"name": "broken", "family": "gpt2",
-                                  "architecture": {"n_embd": 8, "vocab_size": 10}}),
-                      "'architecture' lacks n_layer"),
-    "a key not a number": (json.dumps({"name": "broken", "family": "bert", "architecture": {
-        "hidden_size": "768", "num_hidden_layers": 2, "vocab_size": 10}}),
-        "'architecture' lacks hidden_size"),
-}
 
 
 @pytest.mark.unit

@@ -1,6 +1,6 @@
 """The check of recorded files (duel/host/plan/references.py) on folders made here: every way a file
 can differ from its record, and the work it saves (no hash while a file's time is unchanged).
-A real reference truncated under a real run: tests/test_faults.py."""
+A real reference truncated under a real run: tests/features/test_faults.py."""
 import json
 import os
 

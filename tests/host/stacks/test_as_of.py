@@ -10,7 +10,7 @@ import pytest
 from conftest import DUEL, REPO
 from duel.cell import locks
 from duel.host.stacks import as_of, eras, pip_sources
-from test_era_registry import holds_to_its_files
+from test_eras import holds_to_its_files
 
 UV = os.path.join(REPO, ".venv", "bin", "uv")
 

@@ -11,11 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import PACKAGE_PATH, REPO, era_shards
+from conftest import PACKAGE_PATH, REPO, era_python, era_shards
 from duel.cell import locks, modes, shard
 from duel.host.stacks import eras
 
-from test_compat_eras import era_python
 
 REGISTRY = eras.registry(REPO)
 TASKS = yaml.safe_load(open(os.path.join(REPO, "config", "schema", "config.schema.yaml")))[

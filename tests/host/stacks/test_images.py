@@ -1,9 +1,9 @@
 """Image definitions agree with envs/, lint clean; runner pieces that need no engine.
 
-The real engine runs in tests/test_docker.py. Apptainer cannot be installed on these machines, so
-its definition files are checked against the Dockerfiles line by line, and the apptainer runner's
-wiring (Snakemake's container: directive, the recorded image and digest) is run with a stand-in
-`apptainer` that records its call and runs the command on the host.
+The real engine runs in tests/features/test_docker.py. Apptainer cannot be installed on these
+machines, so its definition files are checked against the Dockerfiles line by line, and the
+apptainer runner's wiring (Snakemake's container: directive, the recorded image and digest) is run
+with a stand-in `apptainer` that records its call and runs the command on the host.
 """
 import os
 import re

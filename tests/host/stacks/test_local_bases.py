@@ -1,7 +1,7 @@
 """Bases and wheels for builds without a registry, the parts that need no engine.
 
 The stand-in for ``python:3.7`` is laid out from this machine's real Python 3.7 (the one the hf2019
-era uses); tests/test_docker_hf2019.py builds and runs the image on it.
+era uses); tests/features/test_docker_hf2019.py builds and runs the image on it.
 """
 import hashlib
 import os

@@ -15,11 +15,10 @@ import pytest
 from PIL import Image
 
 import debian_packages
-from conftest import DUEL, REPO, cell_rows
+from conftest import DUEL, RECORD, REPO, cell_rows
 from duel.cell import shard
 from duel.host.store import archive, ingest
 from store_folders import judged
-from test_bisect import RECORD
 
 pytestmark = pytest.mark.install
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import REPO, pooled_figure
 from duel.cell import contract, shard
 from duel.host.plan import layout, planner
 from duel.host.tables import replicates, summary
@@ -25,12 +26,6 @@ def process(median, size, seed, jitter=0.02):
 
 def processes(medians, size=40, seed=0):
     return [process(median, size, seed * 100 + index) for index, median in enumerate(medians)]
-
-
-def pooled_figure(groups, statistic="median"):
-    """A point's figure from its processes' samples, by the one pooling (replicates.pooled)."""
-    return float(replicates.pooled(statistics.replicate_figures(groups, statistic),
-                                   [len(group) for group in groups], statistic))
 
 
 @pytest.mark.unit
@@ -257,7 +252,7 @@ def test_rounds_come_first_in_the_planned_order():
               "modes": {"pytorch": ["eager"], "tensorflow": ["function"]}, "models": ["gpt2"],
               "replicates": 3, "runner": "native", "batch_sizes": [1], "sequence_lengths": [8],
               "method": "duel", "duel": {"max_samples": 10}}
-    cells = planner.plan_cells(config, os.path.dirname(os.path.dirname(__file__)))
+    cells = planner.plan_cells(config, REPO)
     assert [cell.replicate for cell in cells] == [1, 1, 2, 2, 3, 3]
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import synthetic_rows
 from duel.host.tables import variance
-from test_compare import synthetic_rows
 
 pytestmark = pytest.mark.unit
 

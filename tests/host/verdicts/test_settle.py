@@ -8,12 +8,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, shard_file, snakemake, write_config
-from test_replicates import pooled_figure
+from conftest import QUICK, pooled_figure, shard_file, snakemake, synthetic_rows, write_config
 from duel.host.plan import layout
 from duel.host.tables import summary
 from duel.host.verdicts import pairs, settle, statistics
-from test_compare import synthetic_rows
 
 
 @pytest.mark.unit

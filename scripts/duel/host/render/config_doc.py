@@ -6,7 +6,7 @@ of what each key means and this page cannot drift from it.
 
 The default is the value in config/config.yaml (what a run uses unless told otherwise), else
 the schema's ``default``; a key in neither is ``required`` (the schema says so) or ``unset``.
-tests/test_config_doc.py holds the committed page to what this writes.
+tests/host/render/test_config_doc.py holds the committed page to what this writes.
 """
 import os
 import sys
@@ -28,8 +28,8 @@ else the schema's. Override keys with `--config KEY=VALUE` or a file of your own
 (`duel.warmup_calls` is `warmup_calls` under `duel:`).
 
 This page is generated from the schema by `.venv/bin/python -m duel.host.render.config_doc`:
-change a key's wording in the schema, then run that command; `tests/test_config_doc.py` checks
-the two agree.
+change a key's wording in the schema, then run that command;
+`tests/host/render/test_config_doc.py` checks the two agree.
 """
 
 

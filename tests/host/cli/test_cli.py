@@ -1,5 +1,6 @@
 """The ``duel`` command (scripts/duel/host/cli/): help, exit codes, ``duel show``, the older
 script paths and the launcher scripts/setup.sh writes."""
+import argparse
 import importlib.util
 import json
 import os
@@ -20,9 +21,24 @@ from duel.host.store import archive, questions
 
 pytestmark = pytest.mark.unit
 
-# Every subcommand, and every one's own subcommands: the command's own table (cli/main.py).
-SUBCOMMANDS = list(main.SUBCOMMANDS) + ["image build", "image run", "store add", "store rm",
-                                        "store check", "store sql"]
+
+
+def command_lines(parser, words=()):
+    """Every subcommand ``parser`` holds, and their own ('store add'), as the command builds
+    them: a subcommand added to the table (cli/main.py) or to another's verbs is here."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, subparser in action.choices.items():
+                yield " ".join(words + (name,))
+                yield from command_lines(subparser, words + (name,))
+
+
+SUBCOMMANDS = list(command_lines(main.parser()))
+
+
+def test_the_subcommands_are_read_from_the_command_itself():
+    assert [line for line in SUBCOMMANDS if " " not in line] == list(main.SUBCOMMANDS)
+    assert {"image build", "image run", "store add", "store sql"} <= set(SUBCOMMANDS)
 
 
 def duel(*arguments, cwd=None):

@@ -55,6 +55,29 @@ def snakemake(workdir, *args, timeout=1200, check=True, env=None):
     return result
 
 
+@contextlib.contextmanager
+def planned_workflow(workdir, **config):
+    """The real workflow planned in this process (Snakemake's API, as `snakemake -n` plans it)
+    under ``workdir``, ``config`` over config/config.yaml: its ``Workflow``, whose globals hold
+    what rules/common.smk made (JOBS, EVENTS). The working folder is put back afterwards."""
+    from pathlib import Path
+
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (ConfigSettings, OutputSettings, ResourceSettings,
+                                          StorageSettings)
+    here = os.getcwd()
+    try:
+        with SnakemakeApi(OutputSettings()) as api:
+            planned = api.workflow(
+                resource_settings=ResourceSettings(cores=2),
+                config_settings=ConfigSettings(config=config),
+                storage_settings=StorageSettings(), workdir=Path(str(workdir)),
+                snakefile=Path(REPO) / "Snakefile")
+            yield planned._workflow  # the API's one handle on the Workflow it loaded
+    finally:
+        os.chdir(here)
+
+
 def shard_file(workdir, framework, mode, model, era="current", replicate=1):
     """Where the workflow wrote the shard of a cpu fp32 inference cell's ``mode`` (or modes,
     'eager+function') under ``workdir``: its process's, which may have measured other modes

@@ -3,8 +3,8 @@ contract stays the one home of what each column means and this page cannot drift
 
     .venv/bin/python -m duel.host.render.columns_doc      # rewrites results/README.md
 
-The page's text above its ``## Columns`` heading is kept as it is; tests/test_shard.py holds the
-committed page to what this writes.
+The page's text above its ``## Columns`` heading is kept as it is; tests/cell/test_shard.py
+holds the committed page to what this writes.
 """
 import os
 import sys

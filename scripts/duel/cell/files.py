@@ -1,7 +1,9 @@
-"""Writing a file so that no reader ever sees half of it, and naming a file by its content.
+"""Writing a file (or a folder's files) so that no reader ever sees half of it, and naming a
+file by its content.
 
 One home for both, used by cells (shards, reference and export manifests) and by the host (run
-manifests, environment markers, runner build records, image digests). Python 3.6-compatible.
+manifests, environment markers, runner build records, image digests, the wheel cache, a
+comparison's files, the published site). Python 3.6-compatible.
 """
 import contextlib
 import hashlib
@@ -26,6 +28,17 @@ def atomic_path(path, sync=False):
     finally:
         if os.path.exists(partial):
             os.remove(partial)
+
+
+def move_into(staging, folder, names):
+    """Each of ``names`` (paths relative to ``staging``) into ``folder`` in one rename, its
+    subfolders made: a folder's files replaced from one written beside it, each seen old or new
+    by a reader, never half (``staging`` on the same file system as ``folder``)."""
+    for name in names:
+        target = os.path.join(folder, name)
+        if not os.path.isdir(os.path.dirname(target)):
+            os.makedirs(os.path.dirname(target))
+        os.replace(os.path.join(staging, name), target)
 
 
 def write_json(path, data, sort_keys=False):

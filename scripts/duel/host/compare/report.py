@@ -21,6 +21,8 @@ from matplotlib import pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from duel.cell import files  # noqa: E402
+
 from duel.host.compare import changes  # noqa: E402
 from duel.host.tables import scopes  # noqa: E402
 from duel.host.verdicts import generation  # noqa: E402
@@ -313,7 +315,6 @@ def write_outputs(result, folder):
     try:
         write_files(result, staging)
         os.makedirs(folder, exist_ok=True)
-        for name in FILES:
-            os.replace(os.path.join(staging, name), os.path.join(folder, name))
+        files.move_into(staging, folder, FILES)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -74,8 +74,8 @@ def fill(lock_path, folder, device, log=sys.stderr):
         if result.returncode != 0:
             raise images.ImageError("pip wheel for the cache %s failed (status %d)"
                                     % (folder, result.returncode))
-        for name in sorted(os.listdir(os.path.join(staging, "wheels"))):
-            os.replace(os.path.join(staging, "wheels", name), os.path.join(folder, name))
+        files.move_into(os.path.join(staging, "wheels"), folder,
+                        sorted(os.listdir(os.path.join(staging, "wheels"))))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     still = missing_pins(lock_path, folder, device)

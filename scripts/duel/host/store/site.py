@@ -23,22 +23,17 @@ Pages, every link relative:
                                the releases measured in a table and against their day in a chart
 
 Why no JavaScript: nothing to audit or to fetch from a CDN, and a page opened from file:// shows
-all of it. The charts are matplotlib SVG files beside the pages (the project's one plotting
-library, already locked; text stays text in the SVG).
+all of it. The charts are SVG files beside the pages (site_charts).
 
-Why verdicts for the latest runs only: judging a run takes its samples and tens of milliseconds,
-so a store of a thousand runs would take minutes; the latest VERDICT_RUNS runs are judged (each
-once, only the columns a verdict needs read, in other processes while this one draws the trends)
-and every page says how many that is. The trend charts and tables cover every run, from the
-store's per-run figures (questions.history).
+Why verdicts for the latest runs only: judging a run takes its samples (judging), so the latest
+VERDICT_RUNS runs are judged and every page says how many that is. The trend charts and tables
+cover every run, from the store's per-run figures (questions.history). The folder keeps what
+publish did not write (site_folder).
 """
 import datetime
-import multiprocessing
 import os
 import re
 import shutil
-import warnings
-from concurrent import futures
 
 import matplotlib
 
@@ -46,35 +41,19 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib import dates as mdates  # noqa: E402
 from matplotlib import pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-
-from duel.cell import contract, files  # noqa: E402
 
 from duel.host.render import bisection, pages, plots  # noqa: E402
 from duel.host.render.pages import link, table, text  # noqa: E402
-from duel.host.store import archive, questions  # noqa: E402
-from duel.host.tables import breakdown, replicates, scopes, summary  # noqa: E402
+from duel.host.store import archive, judging, questions, site_charts, site_folder  # noqa: E402
+from duel.host.store.site_charts import said_noisy, scope_label  # noqa: E402
+from duel.host.tables import breakdown, scopes  # noqa: E402
 from duel.host.verdicts import generation, statistics  # noqa: E402
 
 VERDICT_RUNS = 200
-JUDGES = 4  # processes judging runs at most
-MARKED_RUNS = 60  # a line over more runs has no markers (they would hide it, and bloat the SVG)
 MACHINE_GROUPS = 3  # groups of runs differing only by machine shown, latest first
-MARKER = ".duel-site"  # in a folder publish wrote: the files it wrote, the only ones it replaces
-PARTIAL = ".duel-site-partial-"  # a site being written, inside the folder it goes to
 RUN_COLUMNS = ["run_id", "started_at", "status", "machine", "eras", "devices", "git_commit",
                "lock_sha256", "points", "processes", "headline"] + questions.NOISE_COLUMNS
-# A run whose host was noisy, on a chart where runs are points: a cross over its point.
-NOISY_MARKER = dict(linestyle="none", marker="x", color="black", markersize=6, zorder=3)
-# The columns a run's verdict needs, as the contract shows them on the site: its points'
-# identity, status, samples and machine (summary.py's point table over these alone is the same
-# for the verdict, and a fraction of the work).
-VERDICT_COLUMNS = list(contract.shown_in(contract.SITE))
-# Those and generation's own: what generation's verdict needs (verdicts/generation.py).
-GENERATION_COLUMNS = list(dict.fromkeys(
-    VERDICT_COLUMNS + [declared.name for declared in contract.GENERATION]))
 SAME_RUN = ["eras", "devices", "git_commit", "lock_sha256"]  # runs alike but for the machine
 UNNAMED = "unnamed-machine"  # a run that recorded neither a machine nor a hostname
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -99,17 +78,8 @@ def _name(*parts):
     return "_".join(SAFE.sub("-", str(part)) for part in parts)
 
 
-def _scope_label(values):
-    return " / ".join(str(value) for value in values)
-
-
 def _short(commit):
     return "" if commit is None or pd.isna(commit) else str(commit)[:10]
-
-
-def _noisy(values):
-    """Which of a column of stored noisy marks say noisy (unknown is not noisy here)."""
-    return pd.Series(values).map(lambda value: questions.flag(value) is True).to_numpy()
 
 
 def _when(started):
@@ -119,55 +89,14 @@ def _when(started):
     return text if isinstance(started, pd.Series) else text.iloc[0]
 
 
-def run_verdicts(store, run_ids):
-    """Per run of ``run_ids``: statistics.pair_summary of its rows, each run judged once (a
-    frame with run_id), and {run id: why not} for the runs that could not be judged."""
-    failed = {}
-    if not len(run_ids):
-        return pd.DataFrame(), failed
-    rows = archive.query(store, "SELECT run_id, %s FROM points WHERE list_contains(?, run_id)"
-                         % ", ".join(VERDICT_COLUMNS), [list(run_ids)], views=("points",))
-    found = []
-    for run_id, frame in rows.groupby("run_id", sort=False):
-        frame = replicates.counted(frame.drop(columns="run_id")).drop(
-            columns=["attempt", "counted"])
-        try:
-            points = summary.with_reported(frame)
-            ratios = statistics.point_ratios(points)
-            pairs = statistics.pair_summary(ratios, points)  # with the geometric mean's interval
-        except Exception as error:  # such a run has no verdict, as its headline says
-            failed[run_id] = contract.error_line(error)
-            continue
-        pairs.insert(0, "run_id", run_id)
-        found.append(pairs)
-    return (pd.concat(found, ignore_index=True) if found else pd.DataFrame()), failed
-
-
-def generation_verdicts(store, run_ids):
-    """Of the runs ``run_ids`` that generated text: each one's generation verdict
-    (generation.generation_verdict) and its points' ratios (generation.point_ratios), each
-    with run_id. Judged here: a run's generation points are few."""
-    rows = archive.query(store, "SELECT run_id, %s FROM points WHERE task = ? AND "
-                                "list_contains(?, run_id)" % ", ".join(GENERATION_COLUMNS),
-                         [generation.TASK, list(run_ids)], views=("points",))
-    verdicts, ratios = [pd.DataFrame(columns=["run_id"] + generation.COLUMNS)], \
-        [pd.DataFrame(columns=["run_id"] + generation.RATIO_COLUMNS)]
-    for run_id, frame in rows.groupby("run_id", sort=False):
-        frame = frame.drop(columns="run_id")
-        verdicts.append(generation.generation_verdict(frame).assign(run_id=run_id))
-        ratios.append(generation.point_ratios(frame).assign(run_id=run_id))
-    return tuple(pd.concat([table for table in tables if len(table)] or tables[:1],
-                           ignore_index=True) for tables in (verdicts, ratios))
-
-
 def _rates(row):
     return " / ".join("" if pd.isna(row["tokens_per_s" + suffix]) else
                       "%.1f" % row["tokens_per_s" + suffix] for suffix in ("_pt", "_tf"))
 
 
 def generation_sections(out, scope, by_run, found):
-    """A scope's generation verdicts (``found``: generation_verdicts' pair) for its page: the
-    latest judged run's chart (plots.generation_figure) and, per pair of modes, each run's
+    """A scope's generation verdicts (``found``: judging.generation_verdicts' pair) for its
+    page: the latest judged run's chart (plots.generation_figure) and, per pair of modes, each run's
     verdict, newest first; (chart or None, sections)."""
     verdicts, ratios = (table[np.logical_and.reduce(
         [table[name] == value for name, value in zip(scopes.SCOPE, scope)])]
@@ -183,7 +112,7 @@ def generation_sections(out, scope, by_run, found):
         figure = plots.generation_figure(
             ratios[ratios["run_id"] == latest],
             "the latest judged run, %s (%s, %s)" % (latest, run["when"], run["machine"]))
-    _save(figure, os.path.join(out, "scope", chart))
+    site_charts.save(figure, os.path.join(out, "scope", chart))
     sections = []
     for (mode_pt, mode_tf), pair in verdicts.groupby(["mode_pt", "mode_tf"], sort=True):
         rows = []
@@ -200,82 +129,6 @@ def generation_sections(out, scope, by_run, found):
                "a near-tie", "tokens differ", "points", "processes"], rows,
             wrap=[words for _, words in generation.FIGURES])))
     return chart, sections
-
-
-def start_judging(store, run_ids):
-    """Judge ``run_ids`` (run_verdicts) in other processes while this one draws the trends: a
-    function that waits for them and returns (verdicts, failed). One process less than the
-    CPUs (at least one, at most JUDGES), each a share of the runs, while this one draws.
-    Spawned, as DuckDB's threads do not survive a fork."""
-    if not len(run_ids):
-        return lambda: run_verdicts(store, [])
-    count = max(1, min(JUDGES, (os.cpu_count() or 1) - 1, len(run_ids)))
-    pool = futures.ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
-    shares = [pool.submit(run_verdicts, store, list(run_ids[index::count]))
-              for index in range(count)]
-
-    def finish():
-        try:
-            answers = [share.result() for share in shares]
-        finally:
-            pool.shutdown(cancel_futures=True)
-        frames = [frame for frame, _ in answers if len(frame)]
-        failed = dict(item for _, found in answers for item in found.items())
-        return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), failed
-    return finish
-
-
-def _trend_figure(series, model, machine, scope):
-    """One figure: an axes per batch x length point, a line per framework and mode over the
-    runs' start times, the interval as a band; a run where the point failed breaks the line."""
-    points = sorted(set(zip(series["batch_size"], series["seq_len"])))
-    columns = min(3, len(points))
-    figure, axes = plots._panels(len(points), columns, 3.6, 2.4)
-    keys = sorted(set(zip(series["framework"], series["mode"])),
-                  key=lambda key: (key[0] != "pytorch", key))
-    times = pd.to_datetime(series["started_at"], utc=True).dt.tz_localize(None)
-    span = (times.min() - pd.Timedelta(hours=12), times.max() + pd.Timedelta(hours=12)) \
-        if times.min() == times.max() else None  # one run: a day around it
-    for axis, (batch, length) in zip(axes, points):
-        at = series[(series["batch_size"] == batch) & (series["seq_len"] == length)]
-        for framework, mode in keys:
-            line = at[(at["framework"] == framework) & (at["mode"] == mode)]
-            if line.empty:
-                continue
-            when = pd.to_datetime(line["started_at"], utc=True).dt.tz_localize(None)
-            colour = plots._colour(framework, mode)
-            axis.plot(when, line["figure_ms"], color=colour, linewidth=1.0,
-                      marker="o" if len(line) <= MARKED_RUNS else None, markersize=2.5)
-            if line["low_ms"].notna().any():
-                axis.fill_between(when, line["low_ms"], line["high_ms"], color=colour,
-                                  alpha=0.2, linewidth=0)
-            noisy = _noisy(line["noisy"])
-            if noisy.any():
-                axis.plot(when[noisy], line["figure_ms"][noisy], **NOISY_MARKER)
-        if span:
-            axis.set_xlim(*span)
-        locator = mdates.AutoDateLocator(maxticks=8)
-        axis.xaxis.set_major_locator(locator)
-        axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-        axis.set_title("batch %d x length %d" % (batch, length))
-        axis.set_ylabel("time per call (ms)")
-        axis.set_xlabel("run start (UTC)")
-    handles = [Line2D([], [], color=plots._colour(*key), marker="o", markersize=3,
-                      label=scopes.series_label(*key)) for key in keys]
-    if _noisy(series["noisy"]).any():
-        handles.append(Line2D([], [], label="noisy run", **NOISY_MARKER))
-    plots._finish(figure, "%s on %s (%s): each run's figure and 95%% interval over its "
-                  "processes" % (model, machine, _scope_label(scope)), False, handles)
-    return figure
-
-
-def _save(figure, path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with plt.rc_context(plots.STYLE), warnings.catch_warnings():
-        # a span between the locator's steps: it says so, then picks a coarser step
-        warnings.filterwarnings("ignore", "AutoDateLocator was unable")
-        figure.savefig(path, metadata={"Date": None})
-    plt.close(figure)
 
 
 def _latest_table(series):
@@ -306,61 +159,15 @@ def model_pages(out, history):
             series = series.sort_values(["started_at", "run_id"])
             chart = "%s.svg" % _name(model, machine, *scope)
             with plt.rc_context(plots.STYLE):
-                figure = _trend_figure(series, model, machine, scope)
-            _save(figure, os.path.join(out, "model", chart))
-            sections.append(dict(scope=_scope_label(scope), machine=machine, chart=chart,
+                figure = site_charts.trend_figure(series, model, machine, scope)
+            site_charts.save(figure, os.path.join(out, "model", chart))
+            sections.append(dict(scope=scope_label(scope), machine=machine, chart=chart,
                                  table=_latest_table(series)))
         page = os.path.join("model", "%s.html" % _name(model))
         _write(os.path.join(out, page), _page("model.html", "%s over the runs" % model, 1,
                                               model=model, sections=sections))
         written[model] = page
     return written
-
-
-def _verdict_figure(mine, by_run, scope):
-    """The geometric-mean ratio of each judged run against its start: a line per pair of modes
-    (colour) and machine (line style)."""
-    figure, axis = plt.subplots(figsize=(9.0, 3.2), layout="constrained")
-    frame = mine.assign(started=pd.to_datetime(mine["run_id"].map(by_run["started_at"]),
-                                               utc=True).dt.tz_localize(None),
-                        machine=mine["run_id"].map(by_run["machine"]))
-    machines = sorted(frame["machine"].dropna().astype(str).unique())
-    pairs = sorted(set(zip(frame["mode_pt"], frame["mode_tf"])))
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for index, (mode_pt, mode_tf) in enumerate(pairs):
-        for slot, machine in enumerate(machines):
-            line = frame[(frame["mode_pt"] == mode_pt) & (frame["mode_tf"] == mode_tf)
-                         & (frame["machine"] == machine)].dropna(subset=["geomean_ratio"])
-            if line.empty:
-                continue
-            line = line.sort_values("started")
-            axis.plot(line["started"], line["geomean_ratio"].astype(float),
-                      color=palette[index % len(palette)],
-                      linestyle=plots.LINESTYLES[slot % len(plots.LINESTYLES)],
-                      marker="o" if len(line) <= MARKED_RUNS else None, markersize=3,
-                      label="PyTorch %s / TensorFlow %s%s" % (
-                          mode_pt, mode_tf, ", %s" % machine if len(machines) > 1 else ""))
-            noisy = _noisy(line["run_id"].map(by_run["noisy"]))
-            if noisy.any():
-                axis.plot(line["started"][noisy], line["geomean_ratio"][noisy].astype(float),
-                          **NOISY_MARKER)
-    if _noisy(frame["run_id"].map(by_run["noisy"])).any():
-        axis.plot([], [], **dict(NOISY_MARKER, label="noisy run"))
-    axis.axhline(1.0, color="black", linewidth=0.8)
-    axis.set_yscale("log")
-    axis.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: "%g" % value))
-    axis.yaxis.set_minor_formatter(plt.FuncFormatter(lambda value, _: "%g" % value))
-    locator = mdates.AutoDateLocator(maxticks=8)
-    axis.xaxis.set_major_locator(locator)
-    axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-    times = frame["started"].dropna()
-    if len(times) and times.min() == times.max():
-        axis.set_xlim(times.min() - pd.Timedelta(hours=12), times.max() + pd.Timedelta(hours=12))
-    axis.set_ylabel("geometric-mean ratio\nPyTorch / TensorFlow (< 1: PyTorch faster)")
-    axis.set_xlabel("run start (UTC)")
-    axis.set_title("PyTorch / TensorFlow per judged run, %s" % _scope_label(scope))
-    axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    return figure
 
 
 def ratio_class(row):
@@ -372,8 +179,8 @@ def ratio_class(row):
 
 def scope_pages(out, runs, verdicts, scopes_found, judged, generated=None):
     """A page per scope: per pair of modes, each judged run's verdict, newest first, and its
-    generation verdicts where it has them (``generated``: generation_verdicts' pair); returns
-    {scope values: its page}."""
+    generation verdicts where it has them (``generated``: judging.generation_verdicts' pair);
+    returns {scope values: its page}."""
     written = {}
     by_run = runs.set_index("run_id")
     for scope in scopes_found:
@@ -388,15 +195,15 @@ def scope_pages(out, runs, verdicts, scopes_found, judged, generated=None):
         else:
             chart = "%s.svg" % _name(*scope)
             with plt.rc_context(plots.STYLE):
-                figure = _verdict_figure(mine, by_run, scope)
-            _save(figure, os.path.join(out, "scope", chart))
+                figure = site_charts.verdict_figure(mine, by_run, scope)
+            site_charts.save(figure, os.path.join(out, "scope", chart))
         for (mode_pt, mode_tf), pair in mine.groupby(["mode_pt", "mode_tf"], sort=True):
             pair = pair.assign(started_at=pair["run_id"].map(by_run["started_at"]))
             pair = pair.sort_values(["started_at", "run_id"], ascending=False)
             rows, classes = [], []
             for _, row in pair.iterrows():
                 run = by_run.loc[row["run_id"]]
-                noisy = _noisy([run["noisy"]])[0]
+                noisy = said_noisy([run["noisy"]])[0]
                 rows.append([run["when"], pages.anchor("run-%s" % row["run_id"], row["run_id"],
                                                        ", noisy" if noisy else ""),
                              run["machine"], _short(run["git_commit"])] + [row[name] for name in (
@@ -412,9 +219,9 @@ def scope_pages(out, runs, verdicts, scopes_found, judged, generated=None):
         generation_chart, generation_pairs = generation_sections(
             out, scope, by_run, generated) if generated is not None else (None, [])
         _write(os.path.join(out, page), _page(
-            "scope.html", "Verdicts in %s" % _scope_label(scope), 1,
+            "scope.html", "Verdicts in %s" % scope_label(scope), 1,
             method=statistics.method_text(), judged=judged, chart=chart,
-            scope=_scope_label(scope), pairs=sections, generation_chart=generation_chart,
+            scope=scope_label(scope), pairs=sections, generation_chart=generation_chart,
             generation_pairs=generation_pairs))
         written[scope] = page
     return written
@@ -466,7 +273,7 @@ def machines_page(out, groups, history):
                 cells += [None if figure is None or figures[0] is None else figure / figures[0]
                           for figure in figures[1:]]
                 lines.append(cells)
-            tables.append((_scope_label(scope), table(
+            tables.append((scope_label(scope), table(
                 ["model", "framework mode", "point"] + machines
                 + ["%s / %s" % (machine, machines[0]) for machine in machines[1:]], lines)))
         alike.append(dict(
@@ -514,7 +321,7 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
             mine = verdicts[verdicts["run_id"] == run["run_id"]]
             found = sorted(set(map(tuple, mine[scopes.SCOPE].to_numpy())))
             links = pages.lines([link("%s#run-%s" % (scope_links[scope], run["run_id"]),
-                                      _scope_label(scope))
+                                      scope_label(scope))
                                  for scope in found if scope in scope_links])
         elif run["run_id"] in failed:
             links = "no verdict: %s" % failed[run["run_id"]]
@@ -525,66 +332,13 @@ def index_page(out, runs, scope_links, model_links, machines_link, judged, verdi
     _write(os.path.join(out, "index.html"), _page(
         "index.html", "Duel: PyTorch vs TensorFlow, %d run%s" % (
             len(runs), "" if len(runs) == 1 else "s"),
-        scope_links=[(page, _scope_label(scope)) for scope, page in sorted(scope_links.items())],
+        scope_links=[(page, scope_label(scope)) for scope, page in sorted(scope_links.items())],
         model_links=[(page, model) for model, page in sorted(model_links.items())],
         machines_link=machines_link, bisections_link=bisections_link, judged=judged,
         published=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         runs=table(["started", "run", "machine", "eras", "devices", "commit", "points",
                     "processes", "status", "headline", "verdicts"], rows, classes,
                    wrap=("status", "headline", "verdicts"))))
-
-
-def _own_files(out):
-    """The files an earlier publish wrote into ``out`` (its MARKER lists them); StoreError
-    where ``out`` holds files publish did not write and no earlier site (naming one)."""
-    if not os.path.exists(out):
-        return []
-    if not os.path.isdir(out):
-        raise archive.StoreError("%s exists and is not a folder: give a folder for the site" % out)
-    try:
-        with open(os.path.join(out, MARKER)) as handle:
-            return [line for line in handle.read().splitlines() if line]
-    except FileNotFoundError:
-        others = sorted(name for name in os.listdir(out) if not name.startswith(PARTIAL))
-        if others:
-            raise archive.StoreError(
-                "%s holds files duel publish did not write (%s, ...): give a new or empty "
-                "folder, or an earlier site's" % (out, os.path.join(out, others[0])))
-        return []
-
-
-def _fresh_folder(out):
-    """A new folder inside ``out`` to write the site into (refusing an ``out`` that holds
-    files publish did not write and no earlier site)."""
-    _own_files(out)
-    partial = os.path.join(out, "%s%d" % (PARTIAL, os.getpid()))
-    shutil.rmtree(partial, ignore_errors=True)
-    os.makedirs(partial)
-    return partial
-
-
-def _replace(partial, out, written):
-    """The new site's files in place of the old site's, each in one rename; the old site's
-    files the new one does not have removed; whatever else ``out`` holds (a CNAME, notes of
-    one's own) is left as it is. The MARKER lists the new site's files."""
-    earlier = _own_files(out)
-    for name in written:
-        target = os.path.join(out, name)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        os.replace(os.path.join(partial, name), target)
-    for name in sorted(set(earlier) - set(written)):
-        path = os.path.join(out, name)
-        if os.path.isfile(path):
-            os.remove(path)
-        folder = os.path.dirname(path)
-        while folder != os.path.normpath(out) and os.path.isdir(folder) and \
-                not os.listdir(folder):
-            os.rmdir(folder)
-            folder = os.path.dirname(folder)
-    shutil.rmtree(partial, ignore_errors=True)
-    with files.atomic_path(os.path.join(out, MARKER)) as marker:
-        with open(marker, "w") as handle:
-            handle.write("".join(name + "\n" for name in written))
 
 
 def publish(store, out, verdict_runs=VERDICT_RUNS):
@@ -594,18 +348,18 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
     if not archive.run_ids(store):
         raise archive.StoreError("%s holds no run yet: nothing to publish (duel store add adds "
                                  "a results folder's runs)" % store)
-    partial = _fresh_folder(out)
+    partial = site_folder.fresh_folder(out)
     try:
         runs = archive.query(store, "SELECT %s FROM runs ORDER BY started_at, run_id"
                              % ", ".join(RUN_COLUMNS), views=("runs",))
         runs["when"] = _when(runs["started_at"])
         runs["machine"] = runs["machine"].fillna(UNNAMED)
         latest = list(runs["run_id"].iloc[-verdict_runs:]) if verdict_runs else []
-        judging = start_judging(store, latest)
+        judge = judging.start_judging(store, latest)
         history = questions.history(store, ())
         history["machine"] = history["machine"].fillna(UNNAMED)
         model_links = model_pages(partial, history)
-        verdicts, failed = judging()
+        verdicts, failed = judge()
         judged = ("Verdicts judged for every run (%d)." % len(runs) if len(latest) == len(runs)
                   else "Verdicts judged for the latest %d of %d runs (each run's samples are "
                        "read to judge it); the trend charts cover every run."
@@ -614,14 +368,14 @@ def publish(store, out, verdict_runs=VERDICT_RUNS):
                               | (set(map(tuple, verdicts[scopes.SCOPE].to_numpy()))
                                  if len(verdicts) else set()))
         scope_links = scope_pages(partial, runs, verdicts, scopes_found, judged,
-                                  generation_verdicts(store, latest))
+                                  judging.generation_verdicts(store, latest))
         groups = machine_groups(runs)
         machines_link = machines_page(partial, groups, history) if groups else None
         index_page(partial, runs, scope_links, model_links, machines_link, judged, verdicts,
                    failed, bisections_page(partial, archive.bisections(store)))
         written = sorted(os.path.relpath(os.path.join(folder, name), partial)
                          for folder, _, names in os.walk(partial) for name in names)
-        _replace(partial, out, written)
+        site_folder.replace(partial, out, written)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

@@ -7,7 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from duel.cell import modes
-from duel.host.plan import deployment, drift, layout, planner
+from duel.host.plan import config_keys, deployment, drift, layout, planner
 from duel.host.render import chart_kinds
 from duel.host.stacks import eras
 from duel.host.workflow import events, jobs
@@ -20,8 +20,8 @@ MAIN_PROCESS = workflow.is_main_process
 
 try:
     drift.check_package(CHECKOUT)
-    planner.prepare_config(config)
-except planner.PlanError as error:
+    config_keys.prepare_config(config)
+except config_keys.PlanError as error:
     raise WorkflowError(str(error))
 validate(config, "../config/schema/config.schema.yaml")
 JOBS = jobs.Jobs(config, CHECKOUT, workflow, [])
@@ -29,7 +29,7 @@ try:
     CELLS = planner.plan_cells(
         config, CHECKOUT, apptainer_enabled=JOBS.use_apptainer, probe=MAIN_PROCESS
     )
-except planner.PlanError as error:
+except config_keys.PlanError as error:
     raise WorkflowError(str(error))
 JOBS = jobs.Jobs(config, CHECKOUT, workflow, CELLS)
 EVENTS = events.Events(JOBS)
@@ -40,7 +40,7 @@ if MAIN_PROCESS:
     # references and artifacts on disk against what their jobs recorded.
     try:
         drift.check_workflow_env(CHECKOUT, config.get("accept_drift", False))
-    except planner.PlanError as error:
+    except config_keys.PlanError as error:
         raise WorkflowError(str(error))
     EVENTS.check_references()
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO
 from duel.cell import attempts, conditions, contract
-from duel.host.plan import planner
+from duel.host.plan import config_keys
 from duel.host.tables import breakdown, summary
 
 pytestmark = pytest.mark.unit
@@ -205,9 +205,9 @@ def test_rows_judged_by_the_old_rule_say_so_and_rows_never_judged_say_nothing():
 
 
 def test_the_old_canary_limit_is_refused_with_what_replaced_it():
-    with pytest.raises(planner.PlanError, match="replaced by disturbance.max_canary_score"):
-        planner.prepare_config({"disturbance": {"max_canary_ratio": 1.5}})
-    config = planner.prepare_config({"disturbance": {"calibrate": "false", "remeasures": "1"}})
+    with pytest.raises(config_keys.PlanError, match="replaced by disturbance.max_canary_score"):
+        config_keys.prepare_config({"disturbance": {"max_canary_ratio": 1.5}})
+    config = config_keys.prepare_config({"disturbance": {"calibrate": "false", "remeasures": "1"}})
     assert config["disturbance"] == {"calibrate": False, "remeasures": 1}
 
 

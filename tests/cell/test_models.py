@@ -8,7 +8,7 @@ import pytest
 
 from conftest import MODELS
 from duel.cell import compat, estimate, flops, models
-from duel.host.plan import planner
+from duel.host.plan import config_keys, model_files, planner
 
 pytestmark = pytest.mark.unit
 
@@ -76,8 +76,8 @@ def test_a_model_type_without_a_tensorflow_class_is_refused_in_one_line(tmp_path
     """Llama: transformers builds it in PyTorch only."""
     path = write_model(tmp_path, "tiny-llama", "llama", vocab_size=100, hidden_size=16,
                        num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
-    with pytest.raises(planner.PlanError) as error:
-        planner.check_models(["tiny-llama"], str(tmp_path))
+    with pytest.raises(config_keys.PlanError) as error:
+        model_files.check_models(["tiny-llama"], str(tmp_path))
     assert str(error.value) == (
         "%s: model 'tiny-llama' cannot run: transformers %s has no TensorFlow model for model "
         "type 'llama'" % (path, compat.transformers_version()))
@@ -85,8 +85,8 @@ def test_a_model_type_without_a_tensorflow_class_is_refused_in_one_line(tmp_path
 
 def test_a_model_type_transformers_does_not_know_is_refused_in_one_line(tmp_path):
     path = write_model(tmp_path, "gpt5", "gpt5", vocab_size=100)
-    with pytest.raises(planner.PlanError) as error:
-        planner.check_models(["gpt5"], str(tmp_path))
+    with pytest.raises(config_keys.PlanError) as error:
+        model_files.check_models(["gpt5"], str(tmp_path))
     message = str(error.value)
     assert message.startswith("%s: model 'gpt5' cannot run: transformers " % path)
     assert message.endswith("has no PyTorch model for model type 'gpt5'")
@@ -94,15 +94,15 @@ def test_a_model_type_transformers_does_not_know_is_refused_in_one_line(tmp_path
 
 
 def test_a_name_that_is_neither_a_file_nor_a_folder_is_refused(tmp_path):
-    with pytest.raises(planner.PlanError, match="unknown model 'nothing' .*nor a folder"):
-        planner.check_models(["nothing"], str(tmp_path))
+    with pytest.raises(config_keys.PlanError, match="unknown model 'nothing' .*nor a folder"):
+        model_files.check_models(["nothing"], str(tmp_path))
 
 
 def test_a_folder_without_weights_is_refused(tmp_path):
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "config.json").write_text(json.dumps({"model_type": "bert"}))
-    with pytest.raises(planner.PlanError, match="model 'half' has no PyTorch weights"):
-        planner.check_models(["half"], str(tmp_path))
+    with pytest.raises(config_keys.PlanError, match="model 'half' has no PyTorch weights"):
+        model_files.check_models(["half"], str(tmp_path))
 
 
 def test_a_model_type_counted_nowhere_has_no_flops_and_says_why(tmp_path):
@@ -112,7 +112,7 @@ def test_a_model_type_counted_nowhere_has_no_flops_and_says_why(tmp_path):
     architecture = {"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 2,
                     "num_attention_heads": 2, "intermediate_size": 32}
     write_model(tmp_path, "tiny-mpnet", "mpnet", **architecture)
-    spec = planner.check_models(["tiny-mpnet"], str(tmp_path))["tiny-mpnet"]
+    spec = model_files.check_models(["tiny-mpnet"], str(tmp_path))["tiny-mpnet"]
     config = {"models": ["tiny-mpnet", "gpt2"], "models_dir": str(tmp_path), "eras": ["current"],
               "devices": ["cpu"], "frameworks": ["pytorch"], "modes": {"pytorch": ["eager"]}}
     write_model(tmp_path, "gpt2", "gpt2", **json.load(open(os.path.join(
@@ -123,7 +123,7 @@ def test_a_model_type_counted_nowhere_has_no_flops_and_says_why(tmp_path):
     assert flops.point_flops(spec, "training", 1, 8) is None
     assert "model type 'mpnet'" in flops.not_counted(spec)
     assert flops.not_counted(models.load_model_spec(os.path.join(MODELS, "gpt2.json"))) is None
-    assert planner.sizes(spec) == (16, 2, 100)
+    assert model_files.sizes(spec) == (16, 2, 100)
     assert estimate.call_seconds(None, 2) > estimate.call_seconds(1e9, 2)
 
 

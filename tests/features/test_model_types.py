@@ -12,7 +12,7 @@ import pytest
 
 from conftest import MODELS, cell_command
 from duel.cell import flops, models, sweep
-from duel.host.plan import planner
+from duel.host.plan import model_files
 
 pytestmark = pytest.mark.framework
 
@@ -78,7 +78,7 @@ def test_albert_and_electra_run_in_both_frameworks_on_one_set_of_weights(tmp_pat
     models_dir = tmp_path / "models"
     models_dir.mkdir()
     path = shrunk(str(models_dir), name)
-    spec = planner.check_models([name], str(models_dir))[name]
+    spec = model_files.check_models([name], str(models_dir))[name]
     _, rows = run_both_frameworks(tmp_path, path)
     for row in rows:
         assert row["status"] == "ok", row["message"]
@@ -95,9 +95,9 @@ def test_a_save_pretrained_folder_is_a_model_loaded_in_both_frameworks(tmp_path)
                           1, 8, 0)  # the reference's input: seed 0, length 8
     subprocess.run([sys.executable, "-c", SAVE_FOLDER, folder, expected,
                     json.dumps(ids.tolist())], check=True, timeout=600)
-    spec = planner.check_models(["tiny-saved"], str(models_dir))["tiny-saved"]
+    spec = model_files.check_models(["tiny-saved"], str(models_dir))["tiny-saved"]
     assert (spec.family, spec.weights, spec.max_sequence_length) == ("bert", folder, 64)
-    assert planner.model_config_path(str(models_dir), "tiny-saved") == folder
+    assert model_files.model_config_path(str(models_dir), "tiny-saved") == folder
     reference, rows = run_both_frameworks(tmp_path, folder)
     assert np.abs(np.load(os.path.join(reference, "length-8.npy")) -
                   np.load(expected)).max() < 1e-6

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 from duel.cell import locks
 from duel.host.plan import drift
-from duel.host.plan.planner import PlanError
+from duel.host.plan.config_keys import PlanError
 
 pytestmark = pytest.mark.unit
 PINS = locks.read_pins(os.path.join(REPO, drift.LOCK))

@@ -14,7 +14,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
 from conftest import BROKEN_MODEL_CONFIGS, REPO, snakemake
-from duel.host.plan import planner
+from duel.host.plan import config_keys, cost, model_files, planner, probes
 
 DEFAULT_CONFIG = os.path.join(REPO, "config", "config.yaml")
 SCHEMA = os.path.join(REPO, "config", "schema", "config.schema.yaml")
@@ -62,10 +62,10 @@ def plan_as_common_smk(overrides, warn=None, config_out=None):
     with open(DEFAULT_CONFIG) as handle:
         config = yaml.safe_load(handle)
     update_config(config, parse_config(overrides))
-    planner.prepare_config(config, warn)
+    config_keys.prepare_config(config, warn)
     validate(config, SCHEMA)
     cells = planner.plan_cells(config, REPO)
-    planner.check_devices(config["devices"], has_gpu=lambda: False)
+    probes.check_devices(config["devices"], has_gpu=lambda: False)
     if config_out is not None:
         config_out.update(config)
     return cells
@@ -78,7 +78,7 @@ def case_id(case):
 @pytest.mark.unit
 @pytest.mark.parametrize("overrides, words", BAD, ids=[case_id(case) for case in BAD])
 def test_bad_config_is_refused_by_the_planning_code(overrides, words):
-    with pytest.raises((WorkflowError, planner.PlanError)) as error:
+    with pytest.raises((WorkflowError, config_keys.PlanError)) as error:
         plan_as_common_smk(overrides)
     for word in words:
         assert word in str(error.value), str(error.value)
@@ -155,14 +155,14 @@ def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
               "tasks": ["inference"], "models": ["gpt2"], "batch_sizes": [1],
               "sequence_lengths": [8], "method": "duel", "duel": {"max_samples": 10},
               "replicates": 1}
-    planner.check_devices(config["devices"], has_gpu=lambda: True)
+    probes.check_devices(config["devices"], has_gpu=lambda: True)
     cells = planner.plan_cells(config, REPO)
     assert [(cell.device, cell.precision) for cell in cells] == [
         ("cpu", "fp32"), ("cpu", "bf16"), ("cuda", "fp32"), ("cuda", "bf16")]
     assert planner.shard_path(cells[-1]) == \
         "results/shards/current/cuda/pytorch/eager/bf16/inference/gpt2/r1.parquet"
-    with pytest.raises(planner.PlanError, match="no NVIDIA GPU"):
-        planner.check_devices(config["devices"], has_gpu=lambda: False)
+    with pytest.raises(config_keys.PlanError, match="no NVIDIA GPU"):
+        probes.check_devices(config["devices"], has_gpu=lambda: False)
 
 
 @pytest.mark.unit
@@ -170,8 +170,8 @@ def test_cuda_cells_are_planned_per_precision_and_need_a_gpu_to_run_here():
 def test_a_broken_model_config_is_refused_in_one_line_naming_the_file(tmp_path, case):
     text, words = BROKEN_MODEL_CONFIGS[case]
     (tmp_path / "broken.json").write_text(text)
-    with pytest.raises(planner.PlanError) as error:
-        planner.check_models(["broken"], str(tmp_path))
+    with pytest.raises(config_keys.PlanError) as error:
+        model_files.check_models(["broken"], str(tmp_path))
     message = str(error.value)
     assert message.startswith(str(tmp_path / "broken.json")) and words in message, message
     assert len(message.splitlines()) == 1
@@ -179,34 +179,34 @@ def test_a_broken_model_config_is_refused_in_one_line_naming_the_file(tmp_path, 
 
 @pytest.mark.unit
 def test_a_models_dir_that_does_not_exist_is_refused_in_one_line(tmp_path):
-    with pytest.raises(planner.PlanError, match="^config key 'models_dir': %s is not a folder$"
+    with pytest.raises(config_keys.PlanError, match="^config key 'models_dir': %s is not a folder$"
                        % (tmp_path / "nowhere")):
-        planner.check_models(["gpt2"], str(tmp_path / "nowhere"))
+        model_files.check_models(["gpt2"], str(tmp_path / "nowhere"))
 
 
 @pytest.mark.unit
 def test_every_shipped_model_config_is_read_by_planning():
     names = sorted(name[:-5] for name in os.listdir(os.path.join(REPO, "config", "models")))
-    specs = planner.check_models(names, os.path.join(REPO, "config", "models"))
+    specs = model_files.check_models(names, os.path.join(REPO, "config", "models"))
     assert sorted(specs) == names and len(names) == 12
-    assert all(planner.parameters(spec) > 1e7 for spec in specs.values())
+    assert all(model_files.parameters(spec) > 1e7 for spec in specs.values())
 
 
 @pytest.mark.unit
 def test_the_plan_is_counted_without_building_it():
     config = {}
     plan_as_common_smk([], config_out=config)
-    size = planner.count_plan(dict(config, replicates=10 ** 9))
+    size = cost.count_plan(dict(config, replicates=10 ** 9))
     # 3 models x 2 processes (PyTorch eager; TensorFlow eager and function side by side)
     assert (size.cells, size.jobs, size.references) == (6, 6 * 10 ** 9 + 3, 3)
     assert size.points == 9 * 10 ** 9 * 2 * 3  # every mode's points
-    with pytest.raises(planner.PlanError, match="this config makes 6000000003 jobs"):
-        planner.check_plan_size(size, 5000)
+    with pytest.raises(config_keys.PlanError, match="this config makes 6000000003 jobs"):
+        cost.check_plan_size(size, 5000)
     # The default grid: 6 cells x at most 6 processes (3, then settling rounds) + 3 references.
-    planner.check_plan_size(planner.count_plan(config), 39)
-    with pytest.raises(planner.PlanError, match="this config makes 39 jobs"):
-        planner.check_plan_size(planner.count_plan(config), 38)
+    cost.check_plan_size(cost.count_plan(config), 39)
+    with pytest.raises(config_keys.PlanError, match="this config makes 39 jobs"):
+        cost.check_plan_size(cost.count_plan(config), 38)
     without = dict(config, max_replicates=None)  # no settling: the first rounds alone
-    planner.check_plan_size(planner.count_plan(without), 21)
-    with pytest.raises(planner.PlanError, match="this config makes 21 jobs"):
-        planner.check_plan_size(planner.count_plan(without), 20)
+    cost.check_plan_size(cost.count_plan(without), 21)
+    with pytest.raises(config_keys.PlanError, match="this config makes 21 jobs"):
+        cost.check_plan_size(cost.count_plan(without), 20)

@@ -7,7 +7,7 @@ import pytest
 from conftest import MODELS, TEST_MODELS, snakemake
 from duel.cell import environment, estimate, models
 from duel.host.plan import resources
-from duel.host.plan.planner import PlanError
+from duel.host.plan.config_keys import PlanError
 
 DUEL = {"warmup_calls": 3, "min_samples": 10, "min_time_s": 1.0, "max_samples": 1000,
         "max_time_s": 60.0}

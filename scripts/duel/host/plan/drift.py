@@ -13,7 +13,7 @@ import sys
 import duel
 from duel.cell import locks
 
-from duel.host.plan.planner import PlanError
+from duel.host.plan.config_keys import PlanError
 from duel.host.stacks.eras import MARKER
 
 LOCK = os.path.join("envs", "current-cpu.txt")

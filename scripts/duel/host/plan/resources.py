@@ -1,4 +1,4 @@
-"""What a job asks a cluster scheduler for: its cores and its walltime (memory: planner).
+"""What a job asks a cluster scheduler for: its cores and its walltime (memory: cost).
 
 A walltime that is too short kills a cell in the middle of its sweep; one that is too long only
 waits longer in the queue. So the estimate is generous, from the grid the cell sweeps: a start-up
@@ -11,7 +11,7 @@ import math
 from duel.cell import flops
 from duel.cell.estimate import POINT_S, call_seconds, point_seconds
 
-from duel.host.plan.planner import PlanError
+from duel.host.plan.config_keys import PlanError
 
 STARTUP_S = 600.0  # imports, model build, weights: minutes on a busy shared file system
 MARGIN = 1.5
@@ -47,7 +47,7 @@ def to_minutes(seconds):
 def cell_runtime_min(spec, batch_sizes, sequence_lengths, methods, duel, timeit, threads,
                      task="inference", measurements=1):
     """Walltime (minutes) for a cell sweeping every batch size x length x method of its task's
-    own grid (planner.task_grid); a training call is a whole step (flops.point_flops: about three
+    own grid (config_keys.task_grid); a training call is a whole step (flops.point_flops: about three
     forward passes, the language-modelling head included). ``measurements``: how many times a
     point may be measured at most (a disturbed point is measured again), each counted as a whole
     sweep."""

@@ -12,7 +12,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 from duel.cell import attempts, contract
-from duel.host.plan import layout, planner, references
+from duel.host.plan import config_keys, cost, layout, model_files, probes, references
 from duel.host.provenance import runs
 from duel.host.render import outcome
 from duel.host.store import archive, ingest
@@ -73,16 +73,16 @@ class Events:
         """A run that sends its jobs to SLURM needs a controller that answers."""
         if getattr(self.workflow.executor_plugin, "name", None) == "slurm":
             try:
-                planner.check_slurm_controller()
-            except planner.PlanError as error:
+                probes.check_slurm_controller()
+            except config_keys.PlanError as error:
                 raise WorkflowError(str(error))
 
     def _check_disk(self):
-        """A real run needs room for what it will write (planner.check_disk)."""
+        """A real run needs room for what it will write (cost.check_disk)."""
         if self.workflow.is_main_process:
             try:
-                planner.check_disk(self.config, self.jobs.checkout, store=self.store)
-            except planner.PlanError as error:
+                cost.check_disk(self.config, self.jobs.checkout, store=self.store)
+            except config_keys.PlanError as error:
                 raise WorkflowError(str(error))
 
     def _budget_fresh_processes(self):
@@ -111,10 +111,10 @@ class Events:
 
     def _record_start(self):
         jobs, config = self.jobs, self.config
-        model_files = [planner.model_config_path(jobs.models_dir, model)
+        model_paths = [model_files.model_config_path(jobs.models_dir, model)
                        for model in config["models"]]
         self.manifest = runs.start(config, jobs.checkout, jobs.era_devices, jobs.era_envs_dir,
-                                   self.workflow.configfiles, model_files, jobs.cores_or_none(),
+                                   self.workflow.configfiles, model_paths, jobs.cores_or_none(),
                                    sys.argv, jobs.shard_paths())
 
     def _record_end(self, status):

@@ -13,7 +13,8 @@ from snakemake.settings.types import DeploymentMethod
 
 from duel.cell import models, modes
 from duel.cell.adapters import deployed
-from duel.host.plan import deployment, layout, planner, resources
+from duel.host.plan import config_keys, cost, deployment, layout, model_files, planner, probes, \
+    resources
 from duel.host.stacks import eras, images
 from duel.host.verdicts import settle
 
@@ -60,12 +61,12 @@ class Jobs:
         self.use_conda = DeploymentMethod.CONDA in methods
         self.use_apptainer = DeploymentMethod.APPTAINER in methods
         self.runner = config["runner"]
-        self.models_dir = planner.resolve_models_dir(config, checkout)
-        self.era_envs_dir = planner.resolve_era_envs_dir(config, checkout)
-        self.runners_dir = planner.resolve_dir(config, "runners_dir", ".runners", checkout)
-        self.methods = planner.as_list(config["method"])
+        self.models_dir = config_keys.resolve_models_dir(config, checkout)
+        self.era_envs_dir = config_keys.resolve_era_envs_dir(config, checkout)
+        self.runners_dir = config_keys.resolve_dir(config, "runners_dir", ".runners", checkout)
+        self.methods = config_keys.as_list(config["method"])
         self.replicates = config["replicates"]
-        self.max_replicates = planner.max_replicates(config)
+        self.max_replicates = config_keys.max_replicates(config)
         # References (one per model) run before any cell; then round 1 of every cell, round 2...
         self.reference_priority = self.replicates + 1
         self.cell_path = ["env", "PYTHONPATH=%s" % os.path.join(checkout, "scripts")]
@@ -222,14 +223,14 @@ class Jobs:
     # A cell's model, grid, inputs and arguments.
 
     def model_config(self, wildcards):
-        return planner.model_config_path(self.models_dir, wildcards.model)
+        return model_files.model_config_path(self.models_dir, wildcards.model)
 
     def _spec(self, wildcards):
         return models.load_model_spec(self.model_config(wildcards))
 
     def grid(self, wildcards):
         """The batch sizes and lengths of the job's task, as command-line lists."""
-        batch_sizes, sequence_lengths = planner.task_grid(self.config, task_of(wildcards))
+        batch_sizes, sequence_lengths = config_keys.task_grid(self.config, task_of(wildcards))
         return {"batch_sizes": joined(batch_sizes), "sequence_lengths": joined(sequence_lengths)}
 
     def reference_arguments(self, wildcards):
@@ -238,7 +239,7 @@ class Jobs:
         if wildcards.weights == "training":
             return ["--training-weights"]
         if wildcards.weights == "generation":
-            _, lengths = planner.task_grid(self.config, "generation")
+            _, lengths = config_keys.task_grid(self.config, "generation")
             return ["--generation", "--new-tokens", str(self.config["generation"]["new_tokens"]),
                     "--sequence-lengths", joined(lengths)]
         return ["--sequence-lengths", joined(self.config["sequence_lengths"])]
@@ -300,14 +301,14 @@ class Jobs:
             return resources.timing_threads(self.config.get("cell_threads"),
                                             self.workflow.non_local_exec,
                                             lambda: self.cores_or_none() or 1)
-        except planner.PlanError as error:
+        except config_keys.PlanError as error:
             raise WorkflowError(str(error))
 
     def cell_mem_mb(self, wildcards):
         """A cell's memory: its model's for each of its process's modes (at most: modes that
         build alike share one model)."""
-        batch_sizes, sequence_lengths = planner.task_grid(self.config, task_of(wildcards))
-        return planner.estimate_mem_mb(
+        batch_sizes, sequence_lengths = config_keys.task_grid(self.config, task_of(wildcards))
+        return cost.estimate_mem_mb(
             self._spec(wildcards), max(batch_sizes), max(sequence_lengths),
             task_of(wildcards) == "training") * len(modes_of(wildcards))
 
@@ -318,7 +319,7 @@ class Jobs:
     def cell_runtime_min(self, wildcards, threads):
         """Walltime for a scheduler, from the grid and FLOPs of the cell's own task."""
         config = self.config
-        batch_sizes, sequence_lengths = planner.task_grid(config, wildcards.task)
+        batch_sizes, sequence_lengths = config_keys.task_grid(config, wildcards.task)
         disturbance = config["disturbance"]
         return resources.cell_runtime_min(
             self._spec(wildcards), batch_sizes, sequence_lengths, self.methods, config["duel"],
@@ -336,8 +337,8 @@ class Jobs:
         (cell_gpus); jobs sent to a cluster are checked on their node."""
         if not self.workflow.non_local_exec:
             try:
-                planner.check_devices(self.config["devices"])
-            except planner.PlanError as error:
+                probes.check_devices(self.config["devices"])
+            except config_keys.PlanError as error:
                 raise WorkflowError(str(error))
 
     def cell_gpus(self, wildcards):

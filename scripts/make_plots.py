@@ -3,7 +3,8 @@ import sys
 
 import pandas as pd
 
-from duel.host.render import chart_kinds, plots
+from duel.host.render import chart_kinds
+from duel.host.render.plots import draw
 from duel.host.tables import summary
 
 
@@ -16,7 +17,7 @@ def read_ratios(path):
 
 def main(parquet_path, ratios_csv, folders):
     frame = summary.read_summary(parquet_path)
-    written = plots.draw_all(frame, read_ratios(ratios_csv), folders)
+    written = draw.draw_all(frame, read_ratios(ratios_csv), folders)
     for kind, paths in written.items():
         print("%s: %d files in %s" % (kind, len(paths), folders[kind]))
 

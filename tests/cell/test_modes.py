@@ -8,7 +8,6 @@ import yaml
 
 from conftest import REPO
 from duel.cell import export, frameworks, modes
-from duel.host.render import plots
 
 pytestmark = pytest.mark.unit
 
@@ -31,7 +30,7 @@ def schema_frameworks():
 def colour_modes():
     """{framework: the modes that have a chart colour}."""
     listed = {}
-    for framework, mode in plots.COLOURS:
+    for framework, mode in modes.COLOURS:
         listed.setdefault(framework, []).append(mode)
     return listed
 

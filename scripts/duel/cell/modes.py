@@ -1,8 +1,9 @@
 """Every execution mode, once: its framework, its kind and the artifact it needs.
 
 The adapters, the deployment modes, run_cell.py, the export, the planning, the comparison pairs
-and the charts read this list; what cannot import it (the config schema's enum, the charts'
-colours) is held to it by tests/cell/test_modes.py. A mode is added here or nowhere.
+and the charts read this list (the charts their colours too, COLOURS); what cannot import it
+(the config schema's enum) and COLOURS are held to it by tests/cell/test_modes.py. A mode is
+added here or nowhere.
 Read by in-cell code: Python 3.6, standard library only.
 """
 from collections import OrderedDict, namedtuple
@@ -33,6 +34,19 @@ MODES = (
     Mode("tensorflow", "savedpy", DEPLOYED_PYTHON, "savedmodel"),  # tf.saved_model.load
     Mode("tensorflow", "savedcpp", DEPLOYED_CPP, "savedmodel"),  # TensorFlow C API
 )
+# Each mode's colour in the charts (render/plots, the site's): a mode added to MODES gets one.
+COLOURS = {
+    ("pytorch", "eager"): "#1f77b4",
+    ("pytorch", "torchscript"): "#17becf",
+    ("pytorch", "compile"): "#9467bd",
+    ("tensorflow", "eager"): "#ff7f0e",
+    ("tensorflow", "function"): "#d62728",
+    ("tensorflow", "xla"): "#8c564b",
+    ("pytorch", "jitpy"): "#aec7e8",
+    ("pytorch", "jitcpp"): "#08306b",
+    ("tensorflow", "savedpy"): "#ffbb78",
+    ("tensorflow", "savedcpp"): "#7f2704",
+}
 ARTIFACT_FORMATS = OrderedDict((artifact.name, artifact) for artifact in (
     ArtifactFormat("torchscript", "pytorch", "torchscript"),  # a file per shape
     ArtifactFormat("savedmodel", "tensorflow", "function"),  # one SavedModel for every shape

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import REPO
 from duel.cell import contract, shard
-from duel.host.render import chart_kinds, plots
+from duel.host.render import chart_kinds
+from duel.host.render.plots.draw import draw_all
 from duel.host.store import archive, questions
 from duel.host.tables import summary
 from duel.host.verdicts import statistics
@@ -67,7 +68,7 @@ def write_run(folder, cells):
 
 def draw(frame, folder, kinds=chart_kinds.KINDS):
     folders = {kind: os.path.join(str(folder), kind) for kind in kinds}
-    return plots.draw_all(frame, statistics.point_ratios(frame), folders), folders
+    return draw_all(frame, statistics.point_ratios(frame), folders), folders
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,7 @@ def test_every_kind_draws_a_figure_per_scope_as_png_and_svg(drawn):
 
 
 def svg_text(folder, stem):
-    """The text of an SVG (kept as text, see plots.STYLE), wrapped lines joined by spaces."""
+    """The text of an SVG (kept as text, see plots.base.STYLE), wrapped lines joined by spaces."""
     with open(os.path.join(folder, stem + ".svg")) as handle:
         return " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", handle.read()))
 
@@ -141,12 +142,12 @@ def test_the_heat_map_marks_each_decision_and_reads_a_table_without_them(tmp_pat
     ratios["decision"] = ["faster", None, "equivalent"]
     stem = "current_cpu_fp32_inference_duel"
     for table, folder in ((ratios, "new"), (ratios.drop(columns="decision"), "old")):
-        plots.draw_all(frame, table, {"ratio": str(tmp_path / folder)})
+        draw_all(frame, table, {"ratio": str(tmp_path / folder)})
         heat = svg_text(str(tmp_path / folder), stem)
         assert "0.50 " in heat + " " and "0.99=" in heat and "TensorFlow OOM" in heat, heat
         assert "'=': equivalent" in heat and "'?': undecided" in heat
     ratios["decision"] = ["faster", None, "undecided"]
-    plots.draw_all(frame, ratios, {"ratio": str(tmp_path / "undecided")})
+    draw_all(frame, ratios, {"ratio": str(tmp_path / "undecided")})
     assert "0.99?" in svg_text(str(tmp_path / "undecided"), stem)
 
 
@@ -166,7 +167,7 @@ def test_drawing_twice_gives_the_same_svg(tmp_path):
     texts = []
     for attempt in ("a", "b"):
         folder = os.path.join(str(tmp_path), attempt)
-        plots.draw_all(frame, ratios, {"frameworks": folder})
+        draw_all(frame, ratios, {"frameworks": folder})
         texts.append(svg_text(folder, "current_cpu_fp32_inference_duel"))
     assert texts[0] == texts[1]
 

@@ -124,16 +124,17 @@ def fake_checkout(folder):
 
 MERGE_AND_PLOT = r"""
 import sys
-from duel.host.render import plots, spreadsheet
+from duel.host.render import spreadsheet
+from duel.host.render.plots import base, draw
 from duel.host.stacks import eras
 from duel.host.tables import summary
 from duel.host.verdicts import pairs, timeline
 frame = summary.read_shards(sys.argv[3:])
 assert eras.CHECKOUT == sys.argv[1], eras.CHECKOUT
 spreadsheet.write_workbook(frame, sys.argv[2] + "/summary.xlsx")
-written = plots.draw_all(frame, None, {"eras": sys.argv[2] + "/eras",
-                                       "timeline": sys.argv[2] + "/timeline"})
-print(sorted(pairs.cross_era(frame)["era_new"].unique()), plots.era_colour("fake2025"))
+written = draw.draw_all(frame, None, {"eras": sys.argv[2] + "/eras",
+                                      "timeline": sys.argv[2] + "/timeline"})
+print(sorted(pairs.cross_era(frame)["era_new"].unique()), base.era_colour("fake2025"))
 print(timeline.medians(frame)[["era", "era_date"]].drop_duplicates().values.tolist())
 print(len(written["eras"]), len(written["timeline"]))
 """

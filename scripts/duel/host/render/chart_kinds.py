@@ -1,6 +1,6 @@
 """The kinds of chart a run draws, and where each sits in the Snakemake report.
 
-One list for the plotting code (plots.py), the report rule's outputs and `rule all`
+One list for the plotting code (plots/draw.py), the report rule's outputs and `rule all`
 (rules/common.smk, rules/report.smk); it imports nothing, so planning stays fast.
 """
 

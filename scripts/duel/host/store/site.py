@@ -43,7 +43,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib import pyplot as plt  # noqa: E402
 
-from duel.host.render import bisection, pages, plots  # noqa: E402
+from duel.host.render import bisection, pages  # noqa: E402
+from duel.host.render.plots import base, text_generation  # noqa: E402
 from duel.host.render.pages import link, table, text  # noqa: E402
 from duel.host.store import archive, judging, questions, site_charts, site_folder  # noqa: E402
 from duel.host.store.site_charts import said_noisy, scope_label  # noqa: E402
@@ -96,8 +97,8 @@ def _rates(row):
 
 def generation_sections(out, scope, by_run, found):
     """A scope's generation verdicts (``found``: judging.generation_verdicts' pair) for its
-    page: the latest judged run's chart (plots.generation_figure) and, per pair of modes, each run's
-    verdict, newest first; (chart or None, sections)."""
+    page: the latest judged run's chart (text_generation.generation_figure) and, per pair of
+    modes, each run's verdict, newest first; (chart or None, sections)."""
     verdicts, ratios = (table[np.logical_and.reduce(
         [table[name] == value for name, value in zip(scopes.SCOPE, scope)])]
         if len(table) else table for table in found)
@@ -108,8 +109,8 @@ def generation_sections(out, scope, by_run, found):
     latest = verdicts["run_id"].iloc[0]
     run = by_run.loc[latest]
     chart = "%s-generation.svg" % _name(*scope)
-    with plt.rc_context(plots.STYLE):
-        figure = plots.generation_figure(
+    with plt.rc_context(base.STYLE):
+        figure = text_generation.generation_figure(
             ratios[ratios["run_id"] == latest],
             "the latest judged run, %s (%s, %s)" % (latest, run["when"], run["machine"]))
     site_charts.save(figure, os.path.join(out, "scope", chart))
@@ -158,7 +159,7 @@ def model_pages(out, history):
         for (machine, *scope), series in rows.groupby(["machine"] + scopes.SCOPE, sort=True):
             series = series.sort_values(["started_at", "run_id"])
             chart = "%s.svg" % _name(model, machine, *scope)
-            with plt.rc_context(plots.STYLE):
+            with plt.rc_context(base.STYLE):
                 figure = site_charts.trend_figure(series, model, machine, scope)
             site_charts.save(figure, os.path.join(out, "model", chart))
             sections.append(dict(scope=scope_label(scope), machine=machine, chart=chart,
@@ -194,7 +195,7 @@ def scope_pages(out, runs, verdicts, scopes_found, judged, generated=None):
             mine = pd.DataFrame(columns=["mode_pt", "mode_tf"])
         else:
             chart = "%s.svg" % _name(*scope)
-            with plt.rc_context(plots.STYLE):
+            with plt.rc_context(base.STYLE):
                 figure = site_charts.verdict_figure(mine, by_run, scope)
             site_charts.save(figure, os.path.join(out, "scope", chart))
         for (mode_pt, mode_tf), pair in mine.groupby(["mode_pt", "mode_tf"], sort=True):

@@ -15,7 +15,7 @@ from matplotlib import dates as mdates  # noqa: E402
 from matplotlib import pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from duel.host.render import plots  # noqa: E402
+from duel.host.render.plots import base  # noqa: E402
 from duel.host.store import questions  # noqa: E402
 from duel.host.tables import scopes  # noqa: E402
 
@@ -39,7 +39,7 @@ def trend_figure(series, model, machine, scope):
     runs' start times, the interval as a band; a run where the point failed breaks the line."""
     points = sorted(set(zip(series["batch_size"], series["seq_len"])))
     columns = min(3, len(points))
-    figure, axes = plots._panels(len(points), columns, 3.6, 2.4)
+    figure, axes = base._panels(len(points), columns, 3.6, 2.4)
     keys = sorted(set(zip(series["framework"], series["mode"])),
                   key=lambda key: (key[0] != "pytorch", key))
     times = pd.to_datetime(series["started_at"], utc=True).dt.tz_localize(None)
@@ -52,7 +52,7 @@ def trend_figure(series, model, machine, scope):
             if line.empty:
                 continue
             when = pd.to_datetime(line["started_at"], utc=True).dt.tz_localize(None)
-            colour = plots._colour(framework, mode)
+            colour = base._colour(framework, mode)
             axis.plot(when, line["figure_ms"], color=colour, linewidth=1.0,
                       marker="o" if len(line) <= MARKED_RUNS else None, markersize=2.5)
             if line["low_ms"].notna().any():
@@ -69,18 +69,18 @@ def trend_figure(series, model, machine, scope):
         axis.set_title("batch %d x length %d" % (batch, length))
         axis.set_ylabel("time per call (ms)")
         axis.set_xlabel("run start (UTC)")
-    handles = [Line2D([], [], color=plots._colour(*key), marker="o", markersize=3,
+    handles = [Line2D([], [], color=base._colour(*key), marker="o", markersize=3,
                       label=scopes.series_label(*key)) for key in keys]
     if said_noisy(series["noisy"]).any():
         handles.append(Line2D([], [], label="noisy run", **NOISY_MARKER))
-    plots._finish(figure, "%s on %s (%s): each run's figure and 95%% interval over its "
+    base._finish(figure, "%s on %s (%s): each run's figure and 95%% interval over its "
                   "processes" % (model, machine, scope_label(scope)), False, handles)
     return figure
 
 
 def save(figure, path):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with plt.rc_context(plots.STYLE), warnings.catch_warnings():
+    with plt.rc_context(base.STYLE), warnings.catch_warnings():
         # a span between the locator's steps: it says so, then picks a coarser step
         warnings.filterwarnings("ignore", "AutoDateLocator was unable")
         figure.savefig(path, metadata={"Date": None})
@@ -106,7 +106,7 @@ def verdict_figure(mine, by_run, scope):
             line = line.sort_values("started")
             axis.plot(line["started"], line["geomean_ratio"].astype(float),
                       color=palette[index % len(palette)],
-                      linestyle=plots.LINESTYLES[slot % len(plots.LINESTYLES)],
+                      linestyle=base.LINESTYLES[slot % len(base.LINESTYLES)],
                       marker="o" if len(line) <= MARKED_RUNS else None, markersize=3,
                       label="PyTorch %s / TensorFlow %s%s" % (
                           mode_pt, mode_tf, ", %s" % machine if len(machines) > 1 else ""))

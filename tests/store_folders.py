@@ -74,3 +74,27 @@ def hold_lock(store):
                               env=dict(os.environ, PYTHONPATH=SCRIPTS))
     assert holder.stdout.readline().strip() == "held"
     return holder
+
+
+def paused_add(folder, store, seconds, *options):
+    """``duel store add`` in another process, held ``seconds`` just before the one rename that
+    makes its written files a run (for a run already stored: between taking the old folder away
+    and putting the grown one in its place), once it has said so on stderr: a test observes the
+    store there, and may kill the add at its most delicate moment. The real add runs; only the
+    process's os.rename waits first."""
+    script = ("import os, sys, time\n"
+              "from duel.host.cli import main\n"
+              "from duel.host.store import archive\n"
+              "rename = os.rename\n"
+              "def held(source, target):\n"
+              "    if os.path.basename(source).startswith(archive.INCOMING):\n"
+              "        sys.stderr.write('paused before %s\\n' % os.path.basename(target))\n"
+              "        sys.stderr.flush()\n"
+              "        time.sleep(float(sys.argv[1]))\n"
+              "    rename(source, target)\n"
+              "os.rename = held\n"
+              "sys.exit(main.main(sys.argv[2:]))\n")
+    return subprocess.Popen([sys.executable, "-c", script, str(seconds), "store", "add",
+                             str(folder), "--store", str(store)] + list(options),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=SCRIPTS))

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import DUEL, QUICK, REPO, snakemake, write_config
 from duel.host.store import archive, ingest, questions
-from store_folders import STEAL, hold_lock, results_folder
+from store_folders import STEAL, hold_lock, paused_add, results_folder
 
 V1 = os.path.join(REPO, "tests", "data", "store-v1")
 # A store of the previous release, written by Duel at ef4e008's own workflow: two runs of
@@ -92,11 +92,9 @@ def test_a_kill_during_an_add_leaves_the_earlier_runs_and_readers_never_wait(tmp
     ingest.add_folder(store, results_folder(tmp_path / "a", "20260101T000000Z-1", DAY % 1),
                       create=True)
     folder = results_folder(tmp_path / "b", "20260102T000000Z-2", DAY % 2)
-    env = dict(os.environ, **{archive.PAUSE_ENV: "60"})
-    adding = subprocess.Popen(DUEL + ["store", "add", folder, "--store", store], env=env,
-                              stderr=subprocess.PIPE, text=True)
+    adding = paused_add(folder, store, 60)
     try:
-        assert "paused" in adding.stderr.readline()
+        assert "paused before 20260102T000000Z-2" in adding.stderr.readline()
         # Mid-add: its files are written, not yet a run. A reader sees the store as it was.
         incoming = [name for name in os.listdir(store) if name.startswith(archive.INCOMING)]
         assert incoming and os.listdir(os.path.join(store, incoming[0]))
@@ -124,12 +122,11 @@ def test_a_kill_while_a_stored_run_grows_leaves_it_whole_as_it_was(tmp_path):
     ingest.add_folder(store, results_folder(tmp_path / "a", run_id, DAY % 1), create=True)
     before = questions.run_table(store)
     grown = results_folder(tmp_path / "a", run_id, DAY % 1, processes=3)  # adds r3 per cell
-    env = dict(os.environ, **{archive.PAUSE_ENV: "60", archive.PAUSE_AT_ENV: "swap"})
-    adding = subprocess.Popen(DUEL + ["store", "add", grown, "--store", store], env=env,
-                              stderr=subprocess.PIPE, text=True)
+    adding = paused_add(grown, store, 60)
     try:
-        assert "paused swap" in adding.stderr.readline()
+        assert "paused before %s" % run_id in adding.stderr.readline()
         assert not os.path.exists(archive.run_folder(store, run_id))  # mid-swap
+        assert os.path.isdir(os.path.join(store, archive.REPLACED + run_id))
         adding.send_signal(signal.SIGKILL)
         adding.wait(30)
     finally:
@@ -149,11 +146,8 @@ def test_two_processes_adding_at_once_both_land(tmp_path):
     store = str(tmp_path / "store")
     folders = [results_folder(tmp_path / name, "2026010%dT000000Z-%d" % (day, day), DAY % day)
                for day, name in ((1, "a"), (2, "b"))]
-    env = dict(os.environ, **{archive.PAUSE_ENV: "2"})  # each holds the lock a while
     started = time.time()
-    adders = [subprocess.Popen(DUEL + ["store", "add", folder, "--store", store, "--create"],
-                               env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    adders = [paused_add(folder, store, 2, "--create")  # each holds the lock a while
               for folder in folders]
     answers = [adder.communicate(timeout=120) for adder in adders]
     assert [adder.returncode for adder in adders] == [0, 0], answers

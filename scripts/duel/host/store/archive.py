@@ -107,11 +107,6 @@ INDEX_SCHEMA = pa.schema(
     + [(name, pa.string()) for name in RUN_INDEXED]
     + [(name, contract.BY_NAME[name].type) for name in POINT_INDEXED])
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-# Seconds an add pauses once its files are written and before they become a run (or, with
-# PAUSE_AT_ENV=swap, between the two renames that grow a stored run): lets a test kill an add at
-# its most delicate moments. Unset: no pause.
-PAUSE_ENV = "DUEL_STORE_TEST_PAUSE_S"
-PAUSE_AT_ENV = "DUEL_STORE_TEST_PAUSE_AT"
 _counter = itertools.count()
 
 
@@ -515,13 +510,6 @@ def _finish_replacing(store):
             os.rename(old, folder)
 
 
-def _pause(at):
-    if (os.environ.get(PAUSE_AT_ENV) or "before") == at and os.environ.get(PAUSE_ENV):
-        sys.stderr.write("store: paused %s\n" % at)
-        sys.stderr.flush()
-        time.sleep(float(os.environ[PAUSE_ENV]))
-
-
 def part_name(shard_hashes):
     digest = hashlib.sha256("\n".join(sorted(shard_hashes)).encode()).hexdigest()
     return "points-%s.parquet" % digest[:20]
@@ -553,7 +541,6 @@ def add(store, run_id, points, describe):
         earlier = sorted(_in(folder, POINTS_GLOB))
         frame = pa.concat_tables([pq.read_table(path) for path in earlier] + [fresh]).to_pandas()
         pq.write_table(_record(describe(frame)), os.path.join(incoming, RUN_FILE))
-        _pause("before")
         if earlier:  # a grown copy of the run takes its place: its parts are linked, not copied
             for path in earlier:
                 try:
@@ -562,7 +549,6 @@ def add(store, run_id, points, describe):
                     shutil.copy2(path, incoming)
             replaced = os.path.join(store, REPLACED + run_id)
             os.rename(folder, replaced)
-            _pause("swap")
             os.rename(incoming, folder)
             shutil.rmtree(replaced)
         else:

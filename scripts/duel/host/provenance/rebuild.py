@@ -9,8 +9,11 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 
 import yaml
+
+from duel.cell import environment
 
 from duel.host.plan import layout
 from duel.host.provenance import runs
@@ -19,6 +22,11 @@ from duel.host.stacks import images
 
 class RebuildError(ValueError):
     """A run that cannot be rebuilt as asked; the message is one line saying what to do."""
+
+
+class RebuildFailed(RuntimeError):
+    """The rebuild's own work failed (its workflow, or it wrote no manifest): one line naming its
+    log."""
 
 
 def results_dir(run):
@@ -208,3 +216,53 @@ def newest_manifest(results, since):
     found = [record for _, record in runs.manifests(results)
              if (record.get("started_at") or "") >= since]
     return found[-1] if found else None
+
+
+def prepare(run, output, repository, given_cells):
+    """Every check that can refuse, before any job: the parts, their commits and images."""
+    results = results_dir(run)
+    if os.path.abspath(output) == os.path.dirname(os.path.abspath(results)):
+        raise RebuildError("--output must be a new folder, not the run itself")
+    parts, orphans = plan_parts(results)
+    cells = [tuple(cell.split("/", 1)) for cell in given_cells or []]
+    if any(len(cell) != 2 for cell in cells):
+        raise RebuildError("--cells: write each cell as framework/mode, e.g. pytorch/eager")
+    for _, record, _ in parts:
+        check_commit(repository, record["git_commit"])
+        check_images(record)
+    return parts, orphans, cells
+
+
+def run_part(output, index, path, record, repository, models, cells, today_stack, cores):
+    """Rebuild one invocation into ``output`` (snakemake --cores ``cores``); returns the rebuild's
+    manifest."""
+    folder = os.path.join(os.path.abspath(output), "rebuild", "part-%d" % index)
+    code = os.path.join(folder, "code")
+    diff = os.path.join(os.path.dirname(path), record["diff"]) if record.get("diff") else None
+    checkout(repository, record["git_commit"].split("+")[0], diff, code)
+    if today_stack:
+        use_todays_locks(repository, code)
+    config = write_inputs(record, folder, repository, models, cells)
+    log = os.path.join(folder, "snakemake.log")
+    sys.stderr.write("rebuilding %s at %s: log %s\n" % (path, record["git_commit"][:12], log))
+    started = environment.utc_now()
+    with open(log, "w") as handle:
+        answer = subprocess.run(
+            [sys.executable, "-m", "snakemake", "-s", os.path.join(code, "Snakefile"),
+             "--directory", os.path.abspath(output), "--cores", str(cores),
+             "--configfile", config], stdout=handle, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONPATH=os.path.join(code, "scripts")))  # its own code
+    if answer.returncode != 0:
+        with open(log) as handle:
+            tail = handle.read().strip().splitlines()[-15:]
+        sys.stderr.write("\n".join(tail) + "\n")
+        raise RebuildFailed("the rebuild's workflow failed (exit %d): see %s"
+                            % (answer.returncode, log))
+    results = os.path.join(output, layout.RESULTS)
+    # A rebuild resumed with nothing left to do starts no run: its earlier manifest stands.
+    rebuilt = newest_manifest(results, started) or newest_manifest(results, "")
+    if rebuilt is None:
+        raise RebuildFailed("the rebuild at %s wrote no manifest (its commit predates run "
+                            "manifests): its software cannot be compared"
+                            % record["git_commit"])
+    return rebuilt

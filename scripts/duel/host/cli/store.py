@@ -1,8 +1,6 @@
 """``duel store``: add a run folder to the results store, take a run out, check it, or ask it in SQL.
 
 Also the options every command over the store shares (``--store``, the point filters)."""
-import os
-
 from duel.host.cli import command
 from duel.host.store import archive, questions
 
@@ -138,13 +136,8 @@ def check(store, fix):
     runs = archive.run_ids(store)
     for run_id in sorted(damaged):
         print("damaged: %s: %s" % (run_id, damaged[run_id]))
-    if fix:  # the writer's lock: an older store is migrated first
-        with archive.writing(store) as before:
-            for run_id in sorted(damaged):
-                if os.path.isdir(archive.run_folder(store, run_id)):  # not set aside already
-                    archive.set_aside(store, run_id, damaged[run_id])
-            if damaged:
-                archive.reindex(store, before, sorted(damaged))
+    if fix:
+        archive.set_aside_damaged(store, damaged)
     print("%s: %d runs, %d damaged%s" % (store, len(runs), len(damaged),
                                          ", set aside" if fix and damaged else
                                          (": duel store check --fix sets them aside"

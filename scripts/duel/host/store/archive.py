@@ -315,6 +315,17 @@ def set_aside(store, run_id, problem):
     say("run %s set aside to %s: %s" % (run_id, target, problem))
 
 
+def set_aside_damaged(store, damaged):
+    """Each run of ``damaged`` ({run id: its problem}) set aside, holding the writer's lock (an
+    older store is migrated first), and the index rebuilt without them."""
+    with writing(store) as before:
+        for run_id in sorted(damaged):
+            if os.path.isdir(run_folder(store, run_id)):  # not set aside already
+                set_aside(store, run_id, damaged[run_id])
+        if damaged:
+            reindex(store, before, sorted(damaged))
+
+
 _skipped = set()  # the damaged runs this process said it skips: each is said once
 
 

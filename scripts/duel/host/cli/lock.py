@@ -1,10 +1,9 @@
 """``duel lock``: the project's lock files regenerated, complete, pinned, hashed."""
 import os
 import subprocess
-import sys
 
 from duel.host.cli import command
-from duel.host.stacks import as_of, eras, locking, pip_sources
+from duel.host.stacks import as_of, locking, pip_sources
 
 DESCRIPTION = """Regenerate the project's lock files.
 
@@ -69,12 +68,8 @@ def make_era(args, options, uv_env):
     if not args.era:
         raise command.Refusal("--as-of needs --era NAME, the new era's name")
     try:
-        date = as_of.check_date(args.as_of)
-        lines = as_of.requirements(args.pin)
-        python, resolved = as_of.resolve(args.uv, uv_env, options, date, lines)
-        text = as_of.lock_text(args.era, date, python, lines, resolved)
-        lock = as_of.write_era(command.CHECKOUT, args.era, date, python, text)
-        eras.write_conda_twin(command.CHECKOUT, os.path.relpath(lock, command.CHECKOUT))
+        lock, text, date, python = as_of.make_era(command.CHECKOUT, args.era, args.as_of,
+                                                  args.pin, args.uv, uv_env, options)
     except as_of.AsOfError as error:
         raise command.Refusal(str(error))
     except OSError as error:
@@ -101,19 +96,7 @@ def run(args):
     for name in args.upgrade_package:
         upgrade += ["--upgrade-package", name]
     try:
-        for lock, requirements, base, layered in locking.RESOLVED:
-            if not args.only or lock in args.only:
-                print("resolving %s" % lock, file=sys.stderr)
-                locking.compile_lock(command.CHECKOUT, args.uv, uv_env, options, lock,
-                                     requirements, base, layered, upgrade)
-                eras.write_conda_twin(command.CHECKOUT, lock)
-        index = pip_sources.pip_settings().get("index-url")
-        for lock in locking.hashed(command.CHECKOUT):
-            if not args.only or lock in args.only:
-                print("hashing %s" % lock, file=sys.stderr)
-                locking.rehash_lock(command.CHECKOUT, args.uv, uv_env,
-                                    ["--index-url", index] if index else [], lock)
-                eras.write_conda_twin(command.CHECKOUT, lock)
+        locking.lock_all(command.CHECKOUT, args.uv, uv_env, options, args.only, upgrade)
     except (subprocess.CalledProcessError, OSError, locking.LockError) as error:
         raise command.Failure(str(error))
     return command.FINE

@@ -143,3 +143,16 @@ def write_era(checkout, era, date, python, text, registry=eras.REGISTRY, locks_d
         handle.write(ENTRY.format(era=era, date=date, label=label(text, date), python=python,
                                   lock=os.path.join(locks_dir, era + ".txt")))
     return lock
+
+
+def make_era(checkout, era, day, pins, uv, uv_env, options):
+    """The era ``era`` of the day ``day`` (YYYY-MM-DD): its lock resolved as the index stood
+    then (``pins``: packages held at a release), written with its registry entry and conda
+    twin; (its lock's path, its text, the date, its Python)."""
+    date = check_date(day)
+    lines = requirements(pins)
+    python, resolved = resolve(uv, uv_env, options, date, lines)
+    text = lock_text(era, date, python, lines, resolved)
+    lock = write_era(checkout, era, date, python, text)
+    eras.write_conda_twin(checkout, os.path.relpath(lock, checkout))
+    return lock, text, date, python

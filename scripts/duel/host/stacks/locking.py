@@ -7,10 +7,11 @@ with fresh hashes.
 """
 import os
 import subprocess
+import sys
 import tempfile
 
 from duel.cell import locks
-from duel.host.stacks import as_of, eras
+from duel.host.stacks import as_of, eras, pip_sources
 
 # (lock file, its direct requirements, the lock it is layered on or constrained by, whether the
 # packages of that lock are left out of this one)
@@ -134,3 +135,20 @@ def rehash_lock(checkout, uv, uv_env, options, lock):
             lines.append(line)
     with open(path, "w") as handle:
         handle.write("\n".join(lines) + "\n")
+
+
+def lock_all(checkout, uv, uv_env, options, only=(), upgrade=()):
+    """Every lock of the project (``only``: these alone) resolved (RESOLVED) or re-hashed
+    (hashed), each with its conda twin; a line on stderr per lock."""
+    for lock, requirements, base, layered in RESOLVED:
+        if not only or lock in only:
+            print("resolving %s" % lock, file=sys.stderr)
+            compile_lock(checkout, uv, uv_env, options, lock, requirements, base, layered,
+                         upgrade)
+            eras.write_conda_twin(checkout, lock)
+    index = pip_sources.pip_settings().get("index-url")
+    for lock in hashed(checkout):
+        if not only or lock in only:
+            print("hashing %s" % lock, file=sys.stderr)
+            rehash_lock(checkout, uv, uv_env, ["--index-url", index] if index else [], lock)
+            eras.write_conda_twin(checkout, lock)

@@ -99,13 +99,16 @@ def test_the_places_a_column_shows_in_read_the_declaration():
     """Each place's reader takes its columns from the contract: the store's index and the site's
     verdict exactly, and every column shown on a chart or in a sheet's table is one its drawing
     code names."""
-    from duel.host.store import archive, site
+    from duel.host.store import archive, judging
     assert archive.POINT_INDEXED == contract.shown_in(contract.INDEX)
-    assert site.VERDICT_COLUMNS == list(contract.shown_in(contract.SITE))
+    assert judging.VERDICT_COLUMNS == list(contract.shown_in(contract.SITE))
     from duel.host.render import spreadsheet
     host = os.path.join(REPO, "scripts", "duel", "host")
+    plots = ["render/plots/" + name for name in sorted(os.listdir(os.path.join(host, "render",
+                                                                               "plots")))
+             if name.endswith(".py")]
     for place, modules, read in (
-            (contract.CHART, ["render/plots.py"], ["mean", "median"]),  # the reported time
+            (contract.CHART, plots, ["mean", "median"]),  # the reported time
             (contract.TABLE, ["render/spreadsheet.py", "verdicts/generation.py"],
              [name for name, _ in spreadsheet.MEMORY_TABLES])):
         source = "".join(open(os.path.join(host, module)).read() for module in modules)

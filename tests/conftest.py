@@ -255,7 +255,8 @@ def synthetic_rows(replicates=3, seed=0, between=0.04, within=0.01, slow=None, e
                     row.update(era=era, device="cpu", framework=framework, mode=mode,
                                precision="fp32", task="inference", model=model,
                                replicate=replicate, batch_size=batch, seq_len=length,
-                               method=method, started_at=started)
+                               method=method, started_at=started, attempt=1, remeasure=0,
+                               counted=True)  # as attempts.py marks every row it keeps
                     row.update(environment(framework))
                     row.update((env or {}).get(framework, {}))
                     point_status = (status or {}).get((framework, batch, length), "ok")

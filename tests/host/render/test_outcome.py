@@ -6,6 +6,7 @@ import pytest
 
 from duel.cell import contract
 from duel.host.render import outcome
+from duel.host.tables import summary
 
 pytestmark = pytest.mark.unit
 
@@ -18,7 +19,7 @@ def test_the_end_of_run_lines_show_each_failure_message_in_one_line():
         row.update(model="m", framework="pytorch", mode="eager", batch_size=1, seq_len=length,
                    status=status, message=message)
         rows.append(row)
-    head, *failures = outcome.lines(pd.DataFrame(rows))
+    head, *failures = outcome.lines(summary.migrated(pd.DataFrame(rows)))
     assert head.startswith("Duel: 4 points: 1 ok, 2 error, 1 oom. 3 of 4 points FAILED")
     assert failures == ["  m pytorch eager 1x16 (error, 1 point): ValueError: broke",
                         "  m pytorch eager 1x32 (oom, 1 point): (no message)",

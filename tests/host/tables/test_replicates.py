@@ -156,7 +156,7 @@ def test_an_old_shard_without_replicate_merges_as_replicate_one(tmp_path):
     pq.write_table(pq.read_table(new).drop(["replicate"]), old_path)
     frame = summary.read_shards([old_path])
     assert list(frame["replicate"]) == [1]
-    point = replicates.point_table(frame.drop(columns=["replicate"])).iloc[0]
+    point = replicates.point_table(summary.migrated(frame.drop(columns=["replicate"]))).iloc[0]
     assert point["replicates"] == 1 and point["median"] == row["median"]
 
 

@@ -2,14 +2,12 @@
 import json
 import os
 
-import pandas as pd
-
 from duel.cell import contract
 from duel.host.cli import command
 from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.render import bisection, outcome
-from duel.host.tables import replicates
+from duel.host.tables import replicates, summary
 
 DESCRIPTION = """Print a finished run's end-of-run lines.
 
@@ -52,7 +50,7 @@ def run(args):
     if path is None:
         raise command.Refusal("%s: no results/summary.parquet (not a finished run)" % args.run)
     try:
-        frame = pd.read_parquet(path)
+        frame = summary.read_summary(path)
     except Exception as error:  # pyarrow's and pandas' many ways to say "not a summary"
         raise command.Refusal("%s: not a readable summary (%s)"
                               % (path, str(error).splitlines()[0] if str(error) else

@@ -112,8 +112,7 @@ def strict_refusal(results_dir=layout.RESULTS):
     if frame is None:
         return None
     failed = int(frame["status"].isin(contract.FAILED).sum())
-    disturbed = int(frame.loc[frame["status"] == "ok", "disturbed"].notna().sum()) \
-        if "disturbed" in frame.columns else 0
+    disturbed = int(frame.loc[frame["status"] == "ok", "disturbed"].notna().sum())
     counts = ["%d %s points" % (count, what) for count, what in
               ((failed, "failed"), (disturbed, "still disturbed")) if count]
     if not counts:

@@ -63,8 +63,6 @@ def reference_seconds(results_dir):
 def as_processes(frame):
     """``frame`` with each row's ``mode`` replaced by the modes its process measured
     (``process_modes``), so that a process, and its job, is one key however many modes it ran."""
-    if "process_modes" not in frame.columns:
-        return frame
     return frame.assign(mode=frame["process_modes"].fillna(frame["mode"]))
 
 
@@ -154,7 +152,7 @@ def attempt_lines(frame):
     """What the run did with disturbed points (duel/cell/attempts.py): how many were measured
     again in their process or in a fresh one, and, where the host was noisy (``disturbance``),
     one line saying so and that its verdicts are weaker."""
-    if "counted" not in frame.columns or frame["attempt"].isna().all():
+    if frame["attempt"].isna().all():
         return []
     counted = replicates.counted(frame)
     found = disturbance(frame)

@@ -48,11 +48,8 @@ UNNAMED_GPU = "GPU 0"
 
 def counted(frame):
     """The rows the statistics use: each point's last attempt in each process (duel/cell/
-    attempts.py). A table without ``counted`` (written before attempts existed) counts every
-    row."""
-    if "counted" not in frame.columns:
-        return frame
-    return frame[frame["counted"].fillna(True).astype(bool)]
+    attempts.py; a table from before attempts counts every row: summary.migrated)."""
+    return frame[frame["counted"].astype(bool)]
 
 
 def is_point_table(frame):
@@ -191,18 +188,14 @@ def _point(group, columns):
 def point_table(frame):
     """The merged (long) frame with the replicates of each point combined into one row.
 
-    A frame without ``replicate`` (a summary written before replicates existed) is one process
-    per cell: replicate 1. A frame that is already a point table is returned as it is. The rows
-    keep the order in which points first appear (the workflow's cell order).
+    ``frame`` is a long table in today's columns (summary.migrated); one that is already a point
+    table is returned as it is. The rows keep the order in which points first appear (the
+    workflow's cell order).
     """
     if is_point_table(frame):
         return frame
-    frame = frame.copy()
-    if "replicate" not in frame.columns:
-        frame["replicate"] = 1
-    frame["replicate"] = frame["replicate"].fillna(1).astype("int64")
     frame = counted(frame)
-    keys = [key for key in POINT_IDENTITY if key in frame.columns]
+    keys = POINT_IDENTITY
     columns = [name for name in frame.columns if name not in ("replicate", "attempt", "counted")]
     records = [_point(group, columns)
                for _, group in frame.groupby(keys, sort=False, dropna=False)]

@@ -385,8 +385,6 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     is weaker evidence).
     """
     frame = _with_machines(scopes.prepared(frame))
-    if "disturbed" not in frame.columns:  # a table written before points were judged
-        frame = frame.assign(disturbed=None)
     merged = pairs.framework_ratios(frame, carry=pairs.JUDGED + ["replicates", "disturbed"]
                                     + MACHINE_CARRY)
     if merged.empty:

@@ -299,6 +299,45 @@ RECORD = {
         {"version": "2.12.1", "date": "2023-07-05", "status": "measured", "figure_ms": 150.0,
          "low_ms": 149.0, "high_ms": 151.0, "python": "3.11", "build": {"onednn": True}}],
     "environments_built": 1, "seconds": 600.0}
+def generation_rows(era, framework, mode, first_ms, per_ms, version, processes=3):
+    """A generation cell's rows: gpt2 at 1x8 and 2x8, ``processes`` processes each, 8 new
+    tokens whose first takes ``first_ms`` x batch and each later ``per_ms`` x batch (a process
+    a little slower than the one before), every token the same as PyTorch eager's."""
+    rows = []
+    for batch, length in ((1, 8), (2, 8)):
+        for replicate in range(1, processes + 1):
+            slower = 1.0 + 0.01 * replicate
+            first = [first_ms * batch * slower + i / 100.0 for i in range(5)]
+            whole = [value + 7 * per_ms * batch * slower for value in first]
+            row = contract.empty_row()
+            row.update(era=era, device="cpu", framework=framework, mode=mode,
+                       precision="fp32", task="generation", model="gpt2", batch_size=batch,
+                       seq_len=length, method="duel", cpu_model="Test CPU", threads=2,
+                       framework_version=version, transformers_version="4.31.0",
+                       replicate=replicate, status="ok", samples=whole, n_samples=5,
+                       median=whole[2], mean=sum(whole) / 5.0, min=whole[0], max=whole[-1],
+                       new_tokens=8, first_token_samples=first, first_token_ms=first[2],
+                       per_token_ms=(whole[2] - first[2]) / 7, tokens_agree=8,
+                       tokens_per_s=batch * 8 / (whole[2] / 1000.0))
+            rows.append(row)
+    return rows
+
+
+def generation_shards(tmp_path):
+    """Generation cells in two eras: hf2023 with PyTorch and TensorFlow eager (TensorFlow 2x the
+    first token, 3x each later one), current with TensorFlow xla besides (per token 5x
+    faster than its eager, first token 1.5x slower)."""
+    cells = [("hf2023", "pytorch", "eager", 10.0, 5.0, "2.0.1"),
+             ("hf2023", "tensorflow", "eager", 20.0, 15.0, "2.13.0"),
+             ("current", "pytorch", "eager", 10.0, 5.0, "2.13.0"),
+             ("current", "tensorflow", "eager", 20.0, 15.0, "2.21.0"),
+             ("current", "tensorflow", "xla", 30.0, 3.0, "2.21.0")]
+    paths = []
+    for index, cell in enumerate(cells):
+        path = str(tmp_path / ("generation-%d.parquet" % index))
+        shard.write_shard(generation_rows(*cell), path)
+        paths.append(path)
+    return paths
 
 
 # What a test costs and needs (pytest.ini lists them; README.md, "Tests", gives the subsets).

@@ -152,3 +152,28 @@ def test_generation_rows_in_both_frameworks_and_skipped_in_an_era_without_it(tmp
     assert "Generation (PyTorch / TensorFlow" in result.stdout + result.stderr
     charts = os.listdir(os.path.join(str(tmp_path), "results", "plots", "generation"))
     assert "current_cpu_fp32_generation_duel.svg" in charts, charts
+
+
+@pytest.mark.workflow
+@pytest.mark.era
+@pytest.mark.parametrize("era, transformers", [("hf2023", "4.31.0")])
+def test_an_older_era_generates_pytorch_eagers_tokens_in_both_frameworks(tmp_path, era,
+                                                                          transformers):
+    """A real run of the tiny GPT-2 in an era that declares no lack of generation: both
+    frameworks' points ok, exactly the new tokens, each the same as PyTorch eager's there."""
+    models = tmp_path / "models"
+    models.mkdir()
+    subprocess.run(["cp", TINY, str(models)], check=True)
+    config = write_config(tmp_path, models_dir=str(models), eras=[era], models=["tiny-gpt2"],
+                          tasks=["generation"], batch_sizes=[2], sequence_lengths=[8],
+                          generation={"new_tokens": NEW_TOKENS},
+                          modes={"pytorch": ["eager"], "tensorflow": ["eager"]},
+                          method="duel", **QUICK)
+    snakemake(tmp_path, "--cores", "all", "--configfile", config)
+    rows = pq.read_table(os.path.join(str(tmp_path), "results", "summary.parquet")).to_pylist()
+    assert sorted((r["era"], r["framework"], r["status"], r["transformers_version"])
+                  for r in rows) == [(era, "pytorch", "ok", transformers),
+                                     (era, "tensorflow", "ok", transformers)]
+    for row in rows:
+        assert row["new_tokens"] == NEW_TOKENS and row["tokens_agree"] == NEW_TOKENS
+        assert 0 < row["first_token_ms"] < row["median"]

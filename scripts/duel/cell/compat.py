@@ -30,7 +30,10 @@
   is: the same arithmetic, the same output) and no cache. 2.1.1 traces them as they are.
 - Generation: ``generate`` came to PyTorch models in transformers 2.3 and to TensorFlow's in 2.5
   (``generation_unsupported`` asks the model's class); ``max_length`` / ``min_length`` (prompt plus new tokens) bound
-  it in every release that has it, where ``max_new_tokens`` came later (``generate_arguments``).
+  it in every release that has it, where ``max_new_tokens`` came later (``generate_arguments``):
+  4.5.1 (hf2021) and 4.31 (hf2023) generate greedily with the cache from the same keywords.
+  Their PyTorch ``min_length`` indexes the scores at the end-of-sequence token, so a model whose
+  token lies outside its vocabulary fails there (4.57 masks it instead).
   Encoder types (BERT, RoBERTa, ELECTRA) have a causal-LM class that is a decoder only with
   ``is_decoder=True`` (``encoder_only``).
 

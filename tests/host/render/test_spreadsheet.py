@@ -5,7 +5,7 @@ import openpyxl
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import era_shards
+from conftest import era_shards, generation_shards
 from duel.cell import contract
 from duel.host.render import spreadsheet
 from duel.host.tables import summary
@@ -123,3 +123,28 @@ def test_cross_era_pairs_the_same_cell_and_point(tmp_path):
                 if row[0] == "current"]
     assert [(row["decision"], row["verdict"]) for row in speedups] == [
         ("faster", "faster today"), ("faster", "faster today"), (None, "not ok in an era")]
+
+
+def test_the_timeline_shows_generation_ratios_per_era(tmp_path):
+    """Per era, oldest first, with its date and versions: PyTorch / TensorFlow time to first
+    token (about 1/2) and time per output token (1/3) of each pair of modes; and the XLA
+    generation claims held in each era."""
+    path = str(tmp_path / "summary.xlsx")
+    spreadsheet.write_workbook(summary.read_shards(generation_shards(tmp_path)), path)
+    timeline = sheet_rows(openpyxl.load_workbook(path), "timeline")
+    header = next(row for row in timeline if "first_token_ratio" in row)
+    table = [dict(zip(header, row)) for row in timeline[timeline.index(header) + 1:]]
+    table = table[:next(index for index, row in enumerate(table) if not any(row.values()))]
+    assert [(row["era"], row["era_date"], row["mode_pt"], row["mode_tf"]) for row in table] == [
+        ("hf2023", "2023-07-25", "eager", "eager"), ("current", "2026-11-29", "eager", "eager"),
+        ("current", "2026-11-29", "eager", "xla")]
+    assert table[0]["versions"] == "torch 2.0.1, TensorFlow 2.13.0, transformers 4.31.0"
+    for row in table[:2]:
+        assert row["points"] == 2 and row["replicates"] == 3
+        assert row["first_token_ratio"] == pytest.approx(0.5, rel=0.01)
+        assert row["per_token_ratio"] == pytest.approx(1 / 3.0, rel=1e-9)
+        assert row["per_token_decision"] == "PyTorch faster"
+    assert table[2]["per_token_ratio"] == pytest.approx(5 / 3.0, rel=1e-9)
+    assert table[2]["per_token_decision"] == "TensorFlow faster"
+    claims = [row for row in timeline if row[0] and "Faster Text Generation" in str(row[0])]
+    assert [row[1] for row in claims] == ["hf2023", "current", "hf2023", "current"]

@@ -80,6 +80,8 @@ print(json.dumps(lacking))
 
 
 @pytest.mark.parametrize("era", [pytest.param("hf2019", marks=pytest.mark.era),
+                                 pytest.param("hf2021", marks=pytest.mark.era),
+                                 pytest.param("hf2023", marks=pytest.mark.era),
                                  pytest.param("current", marks=pytest.mark.framework)])
 def test_the_declared_lacks_are_what_the_adapters_detect(era):
     """On the CPU, for a model every mode can trace (BERT): the modes the adapters skip in the

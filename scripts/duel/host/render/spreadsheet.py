@@ -20,7 +20,8 @@ Sheets:
 - ``cross-era``: each later era's time / the oldest's for the same cell and point (< 1:
   the later stack faster).
 - ``timeline``: every era by its date: figures, PyTorch / TensorFlow per era, what got faster
-  from the oldest era to the newest, and the published claims beside this run.
+  from the oldest era to the newest, generation's ratios per era, and the published claims
+  beside this run.
 - ``deployment``: what Python costs (Python time / C/C++ time of the same graph), PyTorch
   deployed vs TensorFlow deployed, and each deployment mode's load time, artifact size, export
   time and peak RSS.
@@ -187,10 +188,11 @@ def _write_frame(sheet, table, empty):
                         for value in row], number_format=RATIO_FORMAT)
 
 
-def write_timeline(workbook, frame, min_effect, ratios):
+def write_timeline(workbook, frame, min_effect, ratios, generated):
     """The eras against their dates (verdicts/timeline.py): figures, framework ratios, what got
-    faster from the oldest era to the newest, and the published claims beside this run
-    (``ratios``: statistics.point_ratios of ``frame``)."""
+    faster from the oldest era to the newest, generation's ratios per era, and the published
+    claims beside this run (``ratios``: statistics.point_ratios of ``frame``; ``generated``:
+    generation.generation_verdict of its long table)."""
     sheet = workbook.create_sheet("timeline")
     _append(sheet, ["The same points in every era of this run, oldest first (dates: "
                     "envs/eras.yaml). Intervals: 95%, Student's or Welch's t over the processes. "
@@ -202,6 +204,9 @@ def write_timeline(workbook, frame, min_effect, ratios):
          timeline.framework_ratios(frame, min_effect, ratios)),
         ("What got faster: newest era's time / oldest era's (< 1: faster today)",
          timeline.speedups(frame, min_effect) if several else pd.DataFrame()),
+        ("Generation: PyTorch / TensorFlow time to first token and time per output token "
+         "per era (geometric means over the points; < 1: PyTorch faster)",
+         timeline.generation_ratios(generated, frame)),
         ("Published claims, and this machine in the same era (the hardware differs: compare "
          "directions, not seconds)", timeline.claims(frame, min_effect, ratios)),
     ]
@@ -227,9 +232,9 @@ def write_statistics(workbook, frame, min_effect, ratios):
     _widen_first_column(sheet, 10)
 
 
-def write_generation(workbook, frame, min_effect):
-    """Task generation's verdict per pair of modes; no sheet where the run generated nothing."""
-    table = generation.generation_verdict(frame, min_effect)
+def write_generation(workbook, table):
+    """Task generation's verdict per pair of modes (``table``: generation.generation_verdict);
+    no sheet where the run generated nothing."""
     if table.empty:
         return
     sheet = workbook.create_sheet("generation")
@@ -437,7 +442,8 @@ def write_about(sheet, sheet_names):
                         "share of the hardware's nominal peak where known"],
         ["cross-era", "each later era / the oldest era's time per point (< 1: later faster)"],
         ["timeline", "every era's figures by date, PyTorch/TensorFlow per era, what got faster "
-                     "since the oldest era, and the published claims beside this run"],
+                     "since the oldest era, generation's PyTorch/TensorFlow time to first token "
+                     "and per output token per era, and the published claims beside this run"],
         ["deployment", "Python time / C/C++ time of the same graph (> 1: C/C++ faster), "
                        "PyTorch / TensorFlow deployed, and load time, artifact size, export "
                        "time and peak RSS of each deployment mode"],
@@ -495,11 +501,12 @@ def write_workbook(frame, path, min_effect=statistics.MIN_EFFECT, points_table=N
     ratios = statistics.point_ratios(frame, min_effect=min_effect)  # judged once, read twice
     write_statistics(workbook, frame, min_effect, ratios)
     write_noise(workbook, frame)
-    write_generation(workbook, long_frame, min_effect)
+    generated = generation.generation_verdict(long_frame, min_effect)  # read twice too
+    write_generation(workbook, generated)
     write_mode_speedups(workbook, frame, points)
     write_gflops(workbook, frame, points)
     write_cross_era(workbook, frame, points)
-    write_timeline(workbook, frame, min_effect, ratios)
+    write_timeline(workbook, frame, min_effect, ratios, generated)
     write_deployment(workbook, frame, points)
     write_historical(workbook, frame)
     write_environment(workbook, long_frame)

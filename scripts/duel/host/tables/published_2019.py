@@ -6,7 +6,6 @@ aggregate is computed here from this run, per era and mode, next to the publishe
 labelled with the hardware it was measured on.
 """
 import os
-from collections import namedtuple
 
 import pandas as pd
 
@@ -27,25 +26,6 @@ POINTS_2019 = 4 * 6  # batch 1, 2, 4, 8 x lengths 8 ... 1024, per model
 
 SOURCE_2019 = "Hugging Face benchmark, October 2019 (torch 1.3, TensorFlow 2.0), published"
 GROUP = scopes.TABLE_KEYS
-
-# What the studies this project rebuilds published, each held against the same era here
-# (verdicts/timeline.py). ``kind`` frameworks: PyTorch mode vs TensorFlow mode (``modes``), on
-# ``models`` (all where empty); kind modes: ``modes`` = (framework, graph mode) over eager.
-Claim = namedtuple("Claim", "source era claim published hardware kind modes models")
-CLAIMS = [
-    Claim(SOURCE_2019, "hf2019", "On CPU, TensorFlow is usually somewhat slower than PyTorch",
-          "all-model average per call: PyTorch 0.748 s, TensorFlow 0.823 s (0.91)",
-          HARDWARE_2019["cpu"], "frameworks", ("eager", "function"), ()),
-    Claim(SOURCE_2019, "hf2019", "Traced TorchScript is about 20% faster than the same untraced "
-          "model on average, strongly dependent on model and input size",
-          "about 1.2x on average", HARDWARE_2019["cpu"], "modes", ("pytorch", "torchscript"),
-          ()),
-    Claim("Hugging Face, Scaling up BERT-like model inference on modern CPU, part 1 "
-          "(April 2021)", "hf2021", "Out of the box, PyTorch 1.8.1 is faster than TensorFlow "
-          "2.4.1 on BERT", "PyTorch faster than TensorFlow out of the box on BERT (the study's "
-          "latency figures)", "a many-core Intel Xeon server (the study's)",
-          "frameworks", ("eager", "function"), ("bert-base-cased", "bert-base-uncased")),
-]
 
 
 def run_aggregates(frame):

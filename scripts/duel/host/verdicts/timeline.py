@@ -7,10 +7,12 @@ processes, the same minimum effect):
   its processes, beside the era's date (envs/eras.yaml);
 - ``framework_ratios``: the PyTorch / TensorFlow ratio per point in each era, with its verdict;
 - ``speedups``: what got faster: per framework, mode and point, the newest era's time / the
-  oldest's, with its interval and verdict (< 1: faster today).
+  oldest's, with its interval and verdict (< 1: faster today);
+- ``generation_ratios``: task generation's PyTorch / TensorFlow time to first token and time
+  per output token in each era (verdicts/generation.py), beside the era's date.
 
-``claims`` holds this machine's findings against what the 2019 and 2021 studies published
-(tables/published_2019.py), era by era.
+``claims`` holds this machine's findings against what the studies published
+(tables/published_claims.py), era by era.
 """
 import numpy as np
 import pandas as pd
@@ -18,8 +20,8 @@ import pandas as pd
 from duel.cell import contract
 
 from duel.host.stacks import eras
-from duel.host.tables import published_2019, replicates, scopes
-from duel.host.verdicts import pairs, statistics
+from duel.host.tables import published_claims, replicates, scopes
+from duel.host.verdicts import generation, pairs, statistics
 
 KEYS = [key for key in scopes.SCOPE if key != "era"] + scopes.COMPARED + scopes.MODEL_INPUT
 
@@ -95,7 +97,36 @@ def speedups(frame, min_effect):
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
-CLAIM_COLUMNS = ["source", "era", "claim", "published", "this_machine", "finding",
+GENERATION_COLUMNS = ["era", "era_date", "versions"] + [
+    key for key in generation.COLUMNS if key != "era"]
+
+
+def generation_ratios(verdict, frame):
+    """Task generation's verdict (``verdict``: generation.generation_verdict of the run's long
+    table) per era, oldest first: PyTorch / TensorFlow time to first token and time per output
+    token per pair of modes, each with its interval and decision, and the versions of the era's
+    frameworks in ``frame``."""
+    if verdict.empty:
+        return pd.DataFrame(columns=GENERATION_COLUMNS)
+    verdict = verdict.copy()
+    verdict["versions"] = [_versions(frame, era) for era in verdict["era"]]
+    return _dated(in_era_order(verdict))[GENERATION_COLUMNS]
+
+
+def _versions(frame, era):
+    """The frameworks' and transformers' versions of ``era``'s rows in this run, in words."""
+    rows = frame[frame["era"] == era]
+    words = ["%s %s" % (name, ", ".join(sorted(set(rows.loc[rows["framework"] == framework,
+                                                             "framework_version"].dropna()))))
+             for framework, name in (("pytorch", "torch"), ("tensorflow", "TensorFlow"))
+             if (rows["framework"] == framework).any()]
+    if "transformers_version" in rows.columns and rows["transformers_version"].notna().any():
+        words.append("transformers %s" % ", ".join(sorted(set(
+            rows["transformers_version"].dropna()))))
+    return ", ".join(words)
+
+
+CLAIM_COLUMNS = ["source", "era", "claim", "published", "this_machine", "finding", "differs",
                  "hardware_then", "hardware_here"]
 
 
@@ -106,8 +137,10 @@ def _geomean(values):
 
 
 def claims(frame, min_effect, ratios=None):
-    """Each published claim beside what this run finds in the same era and device
-    (``ratios``: statistics.point_ratios of ``frame``, where made already)."""
+    """Each published claim beside what this run finds in the same era, task and device: a
+    claim of no era (tables/published_claims.py) is held in every era of the run that ran its
+    task, or said to be not measured where none did (``ratios``: statistics.point_ratios of
+    ``frame``, where made already)."""
     table = scopes.prepared(frame)
     if ratios is None and len(table):
         ratios = statistics.point_ratios(frame, min_effect=min_effect)
@@ -115,30 +148,46 @@ def claims(frame, min_effect, ratios=None):
         "%s, %s threads" % (replicates.machine(row), row["threads"])
         for _, row in table[table["device"] == "cpu"].iterrows()))) if len(table) else ""
     rows = []
-    for claim in published_2019.CLAIMS:
-        found = _finding(claim, table, ratios, min_effect)
-        rows.append(dict(source=claim.source, era=claim.era, claim=claim.claim,
-                         published=claim.published, this_machine=found[0], finding=found[1],
-                         hardware_then=claim.hardware, hardware_here=hardware_here))
+    for claim in published_claims.CLAIMS:
+        held = [claim.era] if claim.era else eras.in_time_order(
+            table.loc[table["task"] == claim.task, "era"].unique()) if len(table) else []
+        for era in held or [None]:
+            found = _finding(claim, era, table, ratios, min_effect)
+            rows.append(dict(source=claim.source, era=era, claim=claim.claim,
+                             published=claim.published, this_machine=found[0],
+                             finding=found[1], differs=_differs(claim, table, era),
+                             hardware_then=claim.hardware, hardware_here=hardware_here))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
-def _finding(claim, table, ratios, min_effect):
-    """(what this run measured, whether it agrees) for one claim. A mode's speed-up over eager
-    is a geometric mean over points, which has no interval (statistics.geomean_interval pairs
-    the frameworks' processes): the judge is asked with the mean as its own interval, so it is
-    clear where it lies beyond min_effect."""
+def _differs(claim, table, era):
+    """What differs between the study's measurement and this run's, in words."""
+    words = ["device: a GPU there, a CPU here" if claim.device == "cuda" else
+             "device: a CPU in both, not the same machine"]
+    here = _versions(table, era) if era else ""
+    words.append("versions: %s there, %s here" % (claim.versions, here or "none measured"))
+    return "; ".join(words)
+
+
+def _finding(claim, era, table, ratios, min_effect):
+    """(what this run measured in ``era``, whether it agrees) for one claim; "not measured"
+    where this run has no ok points of the claim's modes and task there. A mode's speed-up over
+    eager is a geometric mean over points, which has no interval (statistics.geomean_interval
+    pairs the frameworks' processes): the judge is asked with the mean as its own interval, so
+    it is clear where it lies beyond min_effect."""
     if claim.kind == "frameworks":
-        if ratios is None or ratios.empty:
-            return "not in this run", "n/a"
-        chosen = ratios[(ratios["era"] == claim.era) & (ratios["device"] == "cpu")
+        missing = ("PyTorch %s vs TensorFlow %s (task %s) in era %s: not measured in this run"
+                   % (claim.modes + (claim.task, era)), "n/a")
+        if era is None or ratios is None or ratios.empty:
+            return missing
+        chosen = ratios[(ratios["era"] == era) & (ratios["device"] == "cpu")
+                        & (ratios["task"] == claim.task)
                         & (ratios["mode_pt"] == claim.modes[0])
-                        & (ratios["mode_tf"] == claim.modes[1])]
+                        & (ratios["mode_tf"] == claim.modes[1]) & ratios["ratio"].notna()]
         if claim.models:
             chosen = chosen[chosen["model"].isin(claim.models)]
         if chosen.empty:
-            return ("PyTorch %s vs TensorFlow %s in era %s not in this run"
-                    % (claim.modes + (claim.era,)), "n/a")
+            return missing
         geomean = _geomean(chosen["ratio"])
         pt, tf = ((chosen["verdict"] == name).sum() for name in
                   ("PyTorch faster", "TensorFlow faster"))
@@ -148,21 +197,29 @@ def _finding(claim, table, ratios, min_effect):
                 "at %d" % (claim.modes[0], claim.modes[1], geomean, len(chosen),
                            ", ".join(sorted(chosen["model"].unique())), pt, tf,
                            found.count(statistics.EQUIVALENT), found.count(statistics.UNDECIDED)))
-        agrees = "agrees" if pt > tf and geomean < 1 else (
-            "disagrees" if tf > pt and geomean > 1 else "not clear")
-        return text, agrees
-    # kind "modes": a graph mode's speed-up over eager, same framework and era
+        pytorch = pt > tf and geomean < 1
+        tensorflow = tf > pt and geomean > 1
+        if not (pytorch or tensorflow):
+            return text, "not clear"
+        return text, "agrees" if pytorch == (claim.faster == "pytorch") else "disagrees"
+    # kind "modes": a graph mode's speed-up over eager, same framework, era and task
     framework, mode = claim.modes
-    era = table[(table["era"] == claim.era) & (table["device"] == "cpu")
-                & (table["framework"] == framework) & table["mode"].isin(["eager", mode])]
-    paired = pairs.mode_speedups(era)
+    missing = ("%s %s and eager (task %s) in era %s: not measured in this run"
+               % (framework, mode, claim.task, era), "n/a")
+    if era is None or not len(table):
+        return missing
+    chosen = table[(table["era"] == era) & (table["device"] == "cpu")
+                   & (table["task"] == claim.task)
+                   & (table["framework"] == framework) & table["mode"].isin(["eager", mode])]
+    paired = pairs.mode_speedups(chosen)
     if len(paired):
         paired = paired[(paired["status_eager"] == "ok") & (paired["status_%s" % mode] == "ok")]
     if paired.empty:
-        return "%s %s and eager in era %s not in this run" % (framework, mode, claim.era), "n/a"
+        return missing
     speedup = _geomean(paired["ratio"])
-    text = ("%s %s over eager: geometric-mean speed-up %.2fx over %d points (%s)"
-            % (framework, mode, speedup, len(paired), ", ".join(sorted(paired["model"].unique()))))
+    text = ("%s %s over eager: geometric-mean speed-up %.2fx (largest %.2fx) over %d points (%s)"
+            % (framework, mode, speedup, float(paired["ratio"].astype(float).max()), len(paired),
+               ", ".join(sorted(paired["model"].unique()))))
     clear, agrees = statistics.verdict(speedup, speedup, speedup, min_effect, "disagrees",
                                        "agrees")
     return text, agrees if clear else "not clear"

@@ -136,6 +136,8 @@ def problems(registry=MODES, artifact_formats=ARTIFACT_FORMATS):
                 (artifact is None or artifact.framework != mode.framework):
             lines.append("%s %s: artifact format %r is not one of %s's"
                          % (key + (mode.artifact_format, mode.framework)))
+        if mode.generates and mode.kind not in IN_PYTHON:
+            lines.append("%s %s: only a mode run in Python generates" % key)
         if mode.kind in DEPLOYED and \
                 [other.framework for other in registry if other.name == mode.name] != \
                 [mode.framework]:

@@ -73,6 +73,7 @@ def test_the_soundness_check_finds_each_kind_of_inconsistency():
         modes.Mode("pytorch", "onnxpy", modes.DEPLOYED_PYTHON, None),
         modes.Mode("pytorch", "savedx", modes.DEPLOYED_CPP, "savedmodel"),
         modes.Mode("tensorflow", "jitpy", modes.DEPLOYED_PYTHON, "savedmodel"),
+        modes.Mode("tensorflow", "savedgen", modes.DEPLOYED_PYTHON, "savedmodel", True),
     )
     formats = dict(modes.ARTIFACT_FORMATS, onnx=modes.ArtifactFormat("onnx", "pytorch", "eager"))
     assert modes.problems(broken, formats) == [
@@ -82,6 +83,7 @@ def test_the_soundness_check_finds_each_kind_of_inconsistency():
         "pytorch onnxpy: a deployed mode, and only one, names its artifact format",
         "pytorch savedx: artifact format 'savedmodel' is not one of pytorch's",
         "tensorflow jitpy: a deployed mode's name must be its own",
+        "tensorflow savedgen: only a mode run in Python generates",
         "artifact format onnx: exported from pytorch eager, not a graph mode",
     ]
 
@@ -102,6 +104,11 @@ def test_the_eager_modes_and_one_graph_mode_share_a_process_eager_first():
     assert modes.joined(("eager", "function")) == "eager+function"
     assert modes.members("eager+function") == ["eager", "function"]
     assert modes.members("eager") == ["eager"]
+
+
+def test_the_modes_that_generate():
+    assert modes.generating("pytorch") == ("eager", "compile")
+    assert modes.generating("tensorflow") == ("eager", "xla")
 
 
 @pytest.mark.unit

@@ -13,6 +13,7 @@ from duel.host.store import archive, questions
 from duel.host.verdicts import generation
 
 TINY = os.path.join(TEST_MODELS, "tiny-gpt2.json")
+MODELS = os.path.join(REPO, "config", "models")
 NEW_TOKENS = 6
 
 
@@ -77,7 +78,7 @@ def generation_reference(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("generation") / "tiny")
     result = subprocess.run([*cell_command("make_reference"), "--model-config", TINY,
                              "--generation", "--new-tokens", str(NEW_TOKENS),
-                             "--sequence-lengths", "8", "--output-dir", folder],
+                             "--sequence-lengths", "8,12", "--output-dir", folder],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return folder
@@ -108,6 +109,56 @@ def test_a_planted_mismatch_is_caught(tmp_path, generation_reference, framework)
     assert row["status"] == "error" and row["tokens_agree"] == 2, row["message"]
     assert row["message"].startswith("generated tokens differ from PyTorch eager's")
     assert row["median"] > 0 and row["first_token_ms"] > 0  # the times are kept
+
+
+def run_generation(tmp_path, framework, mode, model_config, reference_dir=None):
+    """The rows of one generation cell of batch 2 and prompts of 8 and 12 tokens."""
+    output = str(tmp_path / ("%s.parquet" % framework))
+    result = subprocess.run(
+        [*cell_command("run_cell"), "--framework", framework, "--mode", mode, "--task",
+         "generation", "--model-config", model_config, "--batch-sizes", "2",
+         "--sequence-lengths", "8,12", "--new-tokens", str(NEW_TOKENS), "--min-time-s", "0.02",
+         "--warmup-calls", "1", "--output", output]
+        + (["--reference-dir", reference_dir] if reference_dir else []),
+        capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return pq.read_table(output).to_pylist()
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("framework, mode", [("pytorch", "compile"), ("tensorflow", "xla")])
+def test_compiled_generation_gives_eager_tokens_and_its_compilation_apart(
+        tmp_path, generation_reference, framework, mode):
+    """PyTorch compile (generate's compiled decoding over a static cache) and TensorFlow xla
+    (generate under XLA; 12 tokens padded to 16): every generation column, the same tokens as
+    PyTorch eager's, a first token timed on its own and never a share of the whole call, and
+    the compilation in the first calls, not in the samples."""
+    rows = run_generation(tmp_path, framework, mode, TINY, generation_reference)
+    assert sorted((r["mode"], r["seq_len"]) for r in rows) == [(mode, 8), (mode, 12)]
+    for row in rows:
+        assert row["status"] == "ok", row["message"]
+        assert row["tokens_agree"] == NEW_TOKENS and row["new_tokens"] == NEW_TOKENS
+        assert len(row["first_token_samples"]) >= 3 and len(row["samples"]) >= 3
+        assert 0 < row["first_token_ms"] < row["median"]
+        assert row["per_token_ms"] == pytest.approx(
+            (row["median"] - row["first_token_ms"]) / (NEW_TOKENS - 1))
+        assert row["first_call_ms"] > row["median"]  # compiled in its first call
+        assert row["first_token_first_call_ms"] > 0
+    if mode == "compile":
+        assert all(r["compiles"] >= 1 and r["recompiles"] == 0 and r["graph_breaks"] == 0
+                   for r in rows)
+    else:  # the first-token call compiles a graph of its own
+        assert all(r["first_token_first_call_ms"] > r["first_token_ms"] for r in rows)
+
+
+@pytest.mark.framework
+def test_compiled_generation_of_a_class_without_a_static_cache_is_skipped(tmp_path):
+    """OpenAI GPT's class declares no static cache: its compiled generation is a skipped row
+    saying so, and nothing is built."""
+    rows = run_generation(tmp_path, "pytorch", "compile", os.path.join(MODELS, "openai-gpt.json"))
+    assert len(rows) == 2 and all(r["status"] == "skipped" for r in rows)
+    assert all("OpenAIGPTLMHeadModel has no static key/value cache" in r["message"]
+               for r in rows)
 
 
 @pytest.mark.workflow

@@ -36,6 +36,11 @@
   token lies outside its vocabulary fails there (4.57 masks it instead).
   Encoder types (BERT, RoBERTa, ELECTRA) have a causal-LM class that is a decoder only with
   ``is_decoder=True`` (``encoder_only``).
+- Compiled generation: PyTorch's is generate's own compilation of its decoding steps over a
+  static key/value cache (``CompileConfig``, ``cache_implementation="static"``), for the classes
+  that declare it (``_can_compile_fullgraph``; ``_supports_static_cache`` in the releases that had
+  that name); TensorFlow's is ``generate`` in a ``tf.function`` compiled by XLA, which came in
+  transformers 4.21 (``supports_xla_generation``). ``compiled_generation_unsupported`` asks.
 
 transformers is imported on first use, not with this module: importing it imports the framework
 and (TensorFlow 2.0) initialises its runtime, after which thread pools can no longer be set.
@@ -192,6 +197,30 @@ def generation_unsupported(model_type, framework):
         return None
     return "transformers %s has no generate for %s's %s" % (
         transformers_version(), frameworks.label(framework), name)
+
+
+def compiled_generation_unsupported(model_type, framework):
+    """Why ``model_type``'s causal-LM class in ``framework`` cannot generate compiled in this
+    transformers (PyTorch: over a static key/value cache; TensorFlow: under XLA), or None."""
+    name = auto_class_name(model_type, framework, "generation")
+    if name is None:
+        return None
+    cls = model_class(name)
+    if framework == "tensorflow":
+        if getattr(cls, "supports_xla_generation", False):
+            return None
+        if not hasattr(cls, "supports_xla_generation"):
+            return ("transformers %s's TensorFlow generate cannot be compiled by XLA (it can "
+                    "from 4.21)" % transformers_version())
+        return "transformers %s's %s does not support XLA generation" % (
+            transformers_version(), name)
+    if not hasattr(_transformers(), "CompileConfig"):
+        return ("transformers %s's generate has no compile_config with a static key/value "
+                "cache" % transformers_version())
+    if getattr(cls, "_supports_static_cache", getattr(cls, "_can_compile_fullgraph", False)):
+        return None
+    return ("transformers %s's %s has no static key/value cache for generate to compile over "
+            "(_can_compile_fullgraph is False)" % (transformers_version(), name))
 
 
 def generate_arguments(prompt_length, new_tokens, pad_token_id):

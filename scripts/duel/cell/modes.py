@@ -17,20 +17,25 @@ IN_PYTHON = (EAGER, GRAPH)  # the framework adapters' own modes (adapters/pytorc
 DEPLOYED = (DEPLOYED_PYTHON, DEPLOYED_CPP)  # adapters/deployed.py
 
 # ``artifact_format``: the export a deployed mode runs (ARTIFACT_FORMATS), None for the others.
-Mode = namedtuple("Mode", "framework name kind artifact_format")
+# ``generates``: the mode also times transformers' generate (task generation); the others give
+# generation points ``skipped`` rows.
+Mode = namedtuple("Mode", "framework name kind artifact_format generates")
+Mode.__new__.__defaults__ = (False,)
 # ``exported_from``: the graph mode whose model the export starts from (export.py), so that
 # mode, the artifact loaded in Python and the artifact in C/C++ run the same graph.
 ArtifactFormat = namedtuple("ArtifactFormat", "name framework exported_from")
 
 MODES = (
-    Mode("pytorch", "eager", EAGER, None),
+    Mode("pytorch", "eager", EAGER, None, generates=True),
     Mode("pytorch", "torchscript", GRAPH, None),  # torch.jit.trace per shape
-    Mode("pytorch", "compile", GRAPH, None),  # torch.compile
+    # torch.compile; generate: its decoding steps, over a static key/value cache
+    Mode("pytorch", "compile", GRAPH, None, generates=True),
     Mode("pytorch", "jitpy", DEPLOYED_PYTHON, "torchscript"),  # torch.jit.load
     Mode("pytorch", "jitcpp", DEPLOYED_CPP, "torchscript"),  # libtorch
-    Mode("tensorflow", "eager", EAGER, None),
+    Mode("tensorflow", "eager", EAGER, None, generates=True),
     Mode("tensorflow", "function", GRAPH, None),  # tf.function
-    Mode("tensorflow", "xla", GRAPH, None),  # tf.function compiled by XLA
+    # tf.function compiled by XLA; generate: the whole of it, the prompt padded
+    Mode("tensorflow", "xla", GRAPH, None, generates=True),
     Mode("tensorflow", "savedpy", DEPLOYED_PYTHON, "savedmodel"),  # tf.saved_model.load
     Mode("tensorflow", "savedcpp", DEPLOYED_CPP, "savedmodel"),  # TensorFlow C API
 )
@@ -64,6 +69,12 @@ def mode_names(framework=None, kinds=KINDS, registry=MODES):
     return tuple(OrderedDict.fromkeys(
         mode.name for mode in registry
         if framework in (None, mode.framework) and mode.kind in kinds))
+
+
+def generating(framework, registry=MODES):
+    """The names of ``framework``'s modes that time transformers' generate, in registry order."""
+    return tuple(mode.name for mode in registry
+                 if mode.framework == framework and mode.generates)
 
 
 def by_framework(registry=MODES):
@@ -139,6 +150,8 @@ def problems(registry=MODES, artifact_formats=ARTIFACT_FORMATS):
                 (artifact is None or artifact.framework != mode.framework):
             lines.append("%s %s: artifact format %r is not one of %s's"
                          % (key + (mode.artifact_format, mode.framework)))
+        if mode.generates and mode.kind not in IN_PYTHON:
+            lines.append("%s %s: only a mode run in Python generates" % key)
         if mode.kind in DEPLOYED and \
                 [other.framework for other in registry if other.name == mode.name] != \
                 [mode.framework]:

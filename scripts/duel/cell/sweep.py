@@ -77,7 +77,7 @@ def measure(adapter, spec, point, settings):
         loss_start = adapter.evaluation_loss(inputs)
         call = counted(adapter.training_step(inputs, settings.learning_rate))
     elif adapter.task == "generation":
-        first_token = adapter.generate_call(inputs, 1)
+        first_token = adapter.first_token_call(inputs, settings.new_tokens)
         call = adapter.generate_call(inputs, settings.new_tokens)
     else:
         call = adapter.call_for(point.method, inputs)

@@ -19,7 +19,7 @@ key/value cache; see ``generate_call``).
 import contextlib
 import gc
 
-from .. import compat, frameworks, models, reference
+from .. import compat, frameworks, models, modes, reference
 
 
 def entered(contexts):
@@ -44,8 +44,6 @@ class Adapter(object):
     devices = ("cpu", "cuda")
     precisions = ("fp32", "fp16", "bf16")
     out_of_memory_words = ("out of memory", "can't allocate memory", "cannot allocate memory")
-    generation_modes = ("eager",)  # the modes whose adapter times transformers' generate
-
     def __init__(self, mode, device, precision, threads, task="inference", tf32=False):
         for kind, value, known in (("mode", mode, self.modes), ("device", device, self.devices),
                                    ("precision", precision, self.precisions)):
@@ -109,10 +107,11 @@ class Adapter(object):
 
     def generation_unsupported(self):
         """Why this cell's mode does not generate (a generation cell), or None."""
-        if self.task != "generation" or self.mode in self.generation_modes:
+        generation_modes = modes.generating(self.framework)
+        if self.task != "generation" or self.mode in generation_modes:
             return None
         return "%s mode %s does not run generate (generation modes: %s)" % (
-            frameworks.label(self.framework), self.mode, ", ".join(self.generation_modes))
+            frameworks.label(self.framework), self.mode, ", ".join(generation_modes))
 
     def weights_folder(self, weights_dir):
         """Where the shared weights of this task lie (reference.py)."""
@@ -122,6 +121,11 @@ class Adapter(object):
         """A zero-argument callable: greedy generation of exactly ``new_tokens`` tokens after
         ``inputs`` (the prompt), key/value cache on (compat.generate_arguments)."""
         raise NotImplementedError
+
+    def first_token_call(self, inputs, new_tokens):
+        """A zero-argument callable that generates the first token after ``inputs`` alone (the
+        prefill), as ``generate_call(inputs, new_tokens)`` does its first step."""
+        return self.generate_call(inputs, 1)
 
     def generated_tokens(self, output, prompt_length):
         """The new token ids of a ``generate_call`` output, a numpy array (batch x new)."""

@@ -16,6 +16,13 @@ comparable); ``timeit`` calls the model in eval mode without it, as the 2019 scr
   (``compiles``), those compiled after the first call (``recompiles``) and its graph breaks
   (``graph_breaks``), from ``torch._dynamo.utils.counters``; a point that compiled no graph (its
   calls ran eagerly) or recompiled during its timed calls is an ``error``.
+  Generation: generate compiles its decoding steps itself, over a static key/value cache
+  (``cache_implementation="static"`` with a ``CompileConfig``: fullgraph, static shapes,
+  transformers' default mode, CUDA graphs on a GPU), the way transformers 4.57 documents and
+  runs it; the prefill stays eager, as transformers keeps it (its shape is the prompt's), so the
+  first token is eager's and the tokens after it are compiled. On a CPU, where generate compiles
+  only when asked, ``CompileConfig._compile_all_devices`` asks. A class without a static cache
+  is a skipped point (compat.compiled_generation_unsupported).
 Precision: fp16/bf16 run under ``torch.autocast`` (weights stay fp32, matrix products in the low
 precision). torch 1.3 has no autocast; there fp16 is 2019's ``--fp16``, ``model.half()``, on CUDA.
 TF32: ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32``, both
@@ -47,7 +54,7 @@ class PyTorchAdapter(Adapter):
         compat.set_interop_threads(torch, threads)
         self.set_tf32(tf32)
         self._compiled = None
-        self._after_first_call = None  # mode compile: graphs compiled by the point's first call
+        self._recompiled = 0  # mode compile: graphs compiled by a call that was not its first
         self._half = precision == "fp16" and not HAS_AUTOCAST  # 2019's --fp16
 
     def _cuda(self):
@@ -78,7 +85,9 @@ class PyTorchAdapter(Adapter):
                 return "TorchScript traces inference: a traced model is not trained in Duel"
             return NO_TRACE_FAMILIES.get(spec.family)
         if self.mode == "compile":
-            return compat.torch_compile_unsupported(torch)
+            return compat.torch_compile_unsupported(torch) or (
+                self.task == "generation"
+                and compat.compiled_generation_unsupported(spec.family, self.framework)) or None
         return None
 
     def precision_unsupported(self):
@@ -130,29 +139,33 @@ class PyTorchAdapter(Adapter):
         utils.counters.clear()
         if hasattr(config, "fail_on_recompile_limit_hit"):
             config.fail_on_recompile_limit_hit = True
-        self._compiled = torch.compile(self.model, dynamic=False)
-        self._after_first_call = None
+        self._recompiled = 0
+        if self.task != "generation":  # generate compiles its own (generate_call)
+            self._compiled = torch.compile(self.model, dynamic=False)
 
     def _graphs_so_far(self):
         from torch._dynamo import utils
         return int(utils.counters["stats"]["unique_graphs"])
 
-    def _counted_call(self, model, inputs):
-        """The compiled call; notes how many graphs exist after the point's first call."""
-        def call():
-            output = model(inputs)
-            if self._after_first_call is None:
-                self._after_first_call = self._graphs_so_far()
+    def _counted(self, call):
+        """``call``, a compiled call of the point: the graphs compiled by any of its calls but
+        its first are recompiles (graph_columns)."""
+        calls = []
+
+        def counted():
+            before = self._graphs_so_far()
+            output = call()
+            if calls:
+                self._recompiled += self._graphs_so_far() - before
+            calls.append(None)
             return output
-        return call
+        return counted
 
     def graph_columns(self):
         if self.mode != "compile":
             return {}
         from torch._dynamo import utils
-        compiles = self._graphs_so_far()
-        first = self._after_first_call if self._after_first_call is not None else compiles
-        return {"compiles": compiles, "recompiles": compiles - first,
+        return {"compiles": self._graphs_so_far(), "recompiles": self._recompiled,
                 "graph_breaks": int(sum(utils.counters["graph_break"].values()))}
 
     def graph_problem(self, columns):
@@ -178,14 +191,21 @@ class PyTorchAdapter(Adapter):
             with self.inference_context(method):
                 model = compat.jit_trace(torch, model, inputs)
         elif self.mode == "compile":
-            return self._counted_call(self._compiled, inputs)
+            compiled = self._compiled
+            return self._counted(lambda: compiled(inputs))
         return lambda: model(inputs)
 
     def generate_call(self, inputs, new_tokens):
         model, mask = self.model, torch.ones_like(inputs)
         kwargs = compat.generate_arguments(inputs.shape[1], new_tokens,
                                            reference.pad_token(model.config))
-        return lambda: model.generate(inputs, attention_mask=mask, **kwargs)
+        if self.mode != "compile":
+            return lambda: model.generate(inputs, attention_mask=mask, **kwargs)
+        from transformers import CompileConfig
+        compile_config = CompileConfig(fullgraph=True, dynamic=False)
+        compile_config._compile_all_devices = self.device == "cpu" or None
+        kwargs.update(cache_implementation="static", compile_config=compile_config)
+        return self._counted(lambda: model.generate(inputs, attention_mask=mask, **kwargs))
 
     def generated_tokens(self, output, prompt_length):
         return output[:, prompt_length:].cpu().numpy()
@@ -217,8 +237,7 @@ class PyTorchAdapter(Adapter):
             optimizer.step()
             return loss
         if self.mode == "compile":
-            self._after_first_call = None  # the compiles of the loss before it do not count
-            return self._counted_call(lambda _: step(), inputs)
+            return self._counted(step)
         return step
 
     def evaluation_loss(self, inputs):
@@ -262,6 +281,9 @@ class PyTorchAdapter(Adapter):
         return super(PyTorchAdapter, self).is_out_of_memory(error)
 
     def release_point(self):
+        if self.model is not None and self.task == "generation":
+            for name in ("_cache", "_compiled_call"):  # what generate keeps on the model
+                self.model.__dict__.pop(name, None)
         super(PyTorchAdapter, self).release_point()
         if self._cuda():
             torch.cuda.empty_cache()

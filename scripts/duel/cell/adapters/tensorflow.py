@@ -7,6 +7,15 @@ Mode ``xla`` is the same with ``jit_compile=True`` (TensorFlow 2.5+; ``experimen
 in 2.1-2.4, compat.tf_function_xla_options); TensorFlow 2.0 had only
 ``tf.config.optimizer.set_jit(True)``, auto-clustering for GPUs: used on a GPU, skipped on a CPU.
 ``duel`` passes ``training=False``; ``timeit`` calls ``model(inputs)`` as 2019 did.
+Generation in mode xla is ``model.generate`` in a ``tf.function(jit_compile=True)``, one per
+prompt length and new tokens in a cell (each batch size a trace of it), as
+transformers' XLA generation asks: the prompt left-padded (masked) to a multiple of
+``XLA_PROMPT_MULTIPLE`` tokens, so prompts of nearby lengths share one compiled shape. Its first
+token cannot be a generate of one new token: XLA generate pads its key/value cache to
+``max_length - 1`` after the first step, ``max_length - prompt - 2`` padding positions, -1 for
+one new token ("Fill dimensions must be >= 0"). So the first-token call is the whole call's
+generate (the same ``max_length``) stopped after its first step: every token id ends the
+sequence, the loop after the prefill runs no step (``first_token_call``).
 Precision: fp16/bf16 by a Keras mixed-precision policy set before the model is built (variables
 stay fp32); TensorFlow 2.0 had only the ``auto_mixed_precision`` graph rewrite (2019's ``--amp``),
 fp16 on GPUs in graph modes. GPU: memory growth instead of taking the whole GPU; the barrier is
@@ -22,6 +31,7 @@ from ..modes import IN_PYTHON, mode_names
 from .base import Adapter, no_gpu_name
 
 XLA_OPTIONS = compat.tf_function_xla_options(tf)  # None: no XLA in tf.function (TF 2.0)
+XLA_PROMPT_MULTIPLE = 8  # what transformers' XLA generation examples pad prompts to
 POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 EXPERIMENTAL = tf.config.experimental
 SYNC_DEVICES = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
@@ -87,6 +97,11 @@ class TensorFlowAdapter(Adapter):
         if self.mode == "xla" and XLA_OPTIONS is None and self.device == "cpu":
             return ("XLA in TensorFlow %s is tf.config.optimizer.set_jit(True), which clusters "
                     "for GPUs only: nothing to compile on a CPU" % tf.__version__)
+        if self.mode == "xla" and self.task == "generation":
+            if XLA_OPTIONS is None:
+                return ("TensorFlow %s cannot compile a function with XLA (jit_compile), which "
+                        "XLA generation needs" % tf.__version__)
+            return compat.compiled_generation_unsupported(spec.family, self.framework)
         return None
 
     def precision_unsupported(self):
@@ -181,14 +196,48 @@ class TensorFlowAdapter(Adapter):
         forward = self._functions[method]
         return self._device_call(lambda: forward(inputs))
 
-    def generate_call(self, inputs, new_tokens):
-        model, mask = self.model, tf.ones_like(inputs)
-        kwargs = compat.generate_arguments(int(inputs.shape[1]), new_tokens,
-                                           reference.pad_token(model.config))
-        return self._device_call(lambda: model.generate(inputs, attention_mask=mask, **kwargs))
+    def generate_call(self, inputs, new_tokens, **changes):
+        pad = reference.pad_token(self.model.config)
+        inputs, mask = self._prompt(inputs, pad)
+        kwargs = compat.generate_arguments(int(inputs.shape[1]), new_tokens, pad)
+        kwargs.update(changes)
+        model = self.model
+        if self.mode != "xla":
+            return self._device_call(lambda: model.generate(inputs, attention_mask=mask, **kwargs))
+        # Its keywords closed over, not passed: tf.function would read every one of a long
+        # list (first_token_call's) at every call to find its trace.
+        key = ("generate", int(inputs.shape[1]), new_tokens, bool(changes))
+        if key not in self._functions:
+            self._functions[key] = tf.function(
+                lambda prompt, prompt_mask: model.generate(prompt, attention_mask=prompt_mask,
+                                                           **kwargs), **XLA_OPTIONS)
+        generate = self._functions[key]
+        return self._device_call(lambda: generate(inputs, mask))
+
+    def first_token_call(self, inputs, new_tokens):
+        if self.mode != "xla":
+            return self.generate_call(inputs, 1)
+        every_token = list(range(self.model.config.vocab_size))
+        return self.generate_call(inputs, new_tokens, min_length=0, eos_token_id=every_token)
+
+    def _padding(self, prompt_length):
+        """The masked tokens before a prompt of ``prompt_length`` (mode xla), else 0."""
+        if self.mode != "xla":
+            return 0
+        return -prompt_length % XLA_PROMPT_MULTIPLE
+
+    def _prompt(self, inputs, pad):
+        """The prompt as generate gets it and its attention mask: left-padded in mode xla."""
+        padding = self._padding(int(inputs.shape[1]))
+        mask = tf.ones_like(inputs)
+        if padding:
+            zeros = tf.zeros((int(inputs.shape[0]), padding), dtype=inputs.dtype)
+            inputs = tf.concat([zeros + pad, inputs], axis=1)
+            mask = tf.concat([zeros, mask], axis=1)
+        return inputs, mask
 
     def generated_tokens(self, output, prompt_length):
-        return output.numpy()[:, prompt_length:]
+        return output.numpy()[:, prompt_length + self._padding(prompt_length):]
 
     def synchronise(self):
         if self.device != "cuda":

@@ -148,7 +148,7 @@ def test_spreadsheet_matches_the_shards(run):
         "current cpu TF eager duel", "current cpu TF eager timeit",
         "current cpu TF func duel", "current cpu TF func timeit",
         "ratio PT-TF", "statistics", "noise", "mode speed-up", "GFLOP per s", "cross-era",
-        "timeline", "deployment", "historical 2019", "environment", "time"]
+        "timeline", "deployment", "historical 2019", "environment", "time", "columns"]
     time_sheet = [list(r) for r in workbook["time"].iter_rows(values_only=True)]
     assert time_sheet[1] == ["part", "seconds", "share"]
     parts = {row[0]: row[1] for row in time_sheet[2:9]}
@@ -203,6 +203,8 @@ def test_the_run_has_its_charts_statistics_and_report(run):
     assert "not-in-this-run.png" in os.listdir(os.path.join(results, "plots", "noise"))
     # and no deployment mode ran
     assert "not-in-this-run.png" in os.listdir(os.path.join(results, "plots", "deployment"))
+    # nor task generation
+    assert "not-in-this-run.png" in os.listdir(os.path.join(results, "plots", "generation"))
     with open(os.path.join(results, "statistics", "ratios.csv")) as handle:
         lines = list(csv.DictReader(handle))
     assert len(lines) == 2 * 2 * 2 * 6  # methods x TensorFlow modes x models x points
@@ -221,7 +223,7 @@ def test_the_run_has_its_charts_statistics_and_report(run):
                  "current_cpu_fp32_inference_duel.png", "Which framework is faster",
                  "Time vs sequence length", "Graph modes vs eager"):
         assert name in page, name
-    assert page.count("data:image/png;") == 16  # every chart's PNG (the placeholders too)
+    assert page.count("data:image/png;") == 17  # every chart's PNG (the placeholders too)
 
 
 def test_a_killed_run_resumes_and_keeps_finished_shards(tmp_path, models_dir):

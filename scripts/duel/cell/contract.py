@@ -106,7 +106,7 @@ ATTEMPT = [
     column("remeasure", pa.int64(), "", AGREED,
            "0, or which measurement again inside that process"),
     column("disturbed", pa.string(), "", AGREED,
-           "why the point counts as disturbed (conditions.disturbance)"),
+           "why the point counts as disturbed (conditions.disturbance)", (SITE,)),
     column("disturbance_rule", pa.string(), "", AGREED,
            "the rule that judged it: canary-score, or canary-ratio for rows judged by their "
            "canary over the job's fastest"),

@@ -14,7 +14,7 @@ import pandas as pd
 from duel.cell import contract
 
 from duel.host.store import archive
-from duel.host.tables import replicates, summary
+from duel.host.tables import summary
 from duel.host.verdicts import generation, statistics
 
 JUDGES = 4  # processes judging runs at most
@@ -37,8 +37,7 @@ def run_verdicts(store, run_ids):
                          % ", ".join(VERDICT_COLUMNS), [list(run_ids)], views=("points",))
     found = []
     for run_id, frame in rows.groupby("run_id", sort=False):
-        frame = replicates.counted(frame.drop(columns="run_id")).drop(
-            columns=["attempt", "counted"])
+        frame = frame.drop(columns="run_id")  # the point table keeps the counted rows
         try:
             points = summary.with_reported(frame)
             ratios = statistics.point_ratios(points)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import DUEL, QUICK, REPO, snakemake, write_config
+from conftest import DUEL, QUICK, REPO, TEST_MODELS, snakemake, write_config
 from duel.host.store import archive, ingest, questions
 from store_folders import STEAL, hold_lock, paused_add, results_folder
 
@@ -544,17 +544,25 @@ def test_compare_takes_stored_run_ids(tmp_path):
 # The real workflow: every run lands in the store when it ends, and a run killed before its end
 # is kept by the next run's start. Steps are found on constructed figures above: two real runs
 # cannot hold one (each side of a step needs MIN_RUNS runs), whatever the host's noise.
-TINY = dict(QUICK, models=["distilbert-base-uncased"], batch_sizes=[1], sequence_lengths=[128],
+TINY = dict(QUICK, models=["tiny-bert-16pos"], batch_sizes=[1], sequence_lengths=[8],
             modes={"pytorch": ["eager"]}, frameworks=["pytorch"],
             replicates=2, max_replicates=2, machine="tiny-box",
             duel=dict(QUICK["duel"], min_samples=10, min_time_s=0.3))
+
+
+def tiny_models(folder):
+    """A models folder in ``folder`` with the tiny BERT (tests/data/models)."""
+    models = os.path.join(str(folder), "models")
+    os.makedirs(models, exist_ok=True)
+    shutil.copy(os.path.join(TEST_MODELS, "tiny-bert-16pos.json"), models)
+    return models
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """Two tiny runs whose store is named by $DUEL_STORE (config key store unset)."""
     workdir = tmp_path_factory.mktemp("store-runs")
-    config = write_config(workdir, **TINY)
+    config = write_config(workdir, models_dir=tiny_models(workdir), **TINY)
     env = dict(os.environ, DUEL_STORE=str(workdir / "shared-store"))
     for _ in range(2):
         snakemake(workdir, "--cores", "2", "--configfile", config, "--forcerun", "run_cell",
@@ -572,7 +580,7 @@ def test_every_run_is_stored_and_answers_history_and_trend(two_runs):
     assert (runs["machine"] == "tiny-box").all() and (runs["processes"] == 2).all()
     listed = duel("runs", env=env)  # the same store, found the same way
     assert listed.returncode == 0 and all(run in listed.stdout for run in runs["run_id"])
-    point = "distilbert-base-uncased/pytorch/eager/1x128"
+    point = "tiny-bert-16pos/pytorch/eager/1x8"
     history = duel("history", point, "--store", store, "--csv")
     table = pd.read_csv(pd.io.common.StringIO(history.stdout))
     assert table["run_id"].tolist() == runs["run_id"].tolist()
@@ -631,7 +639,7 @@ def test_a_damaged_store_costs_the_run_one_line(two_runs, tmp_path):
 
 @pytest.mark.workflow
 def test_a_killed_run_is_kept_by_the_next_run(tmp_path):
-    config = write_config(tmp_path, **TINY)
+    config = write_config(tmp_path, models_dir=tiny_models(tmp_path), **TINY)
     snakemake(tmp_path, "--cores", "2", "--configfile", config)
     store = os.path.join(str(tmp_path), "results", "store")
     first = archive.run_ids(store)

@@ -1,9 +1,8 @@
 """Every execution mode, once: its framework, its kind and the artifact it needs.
 
 The adapters, the deployment modes, run_cell.py, the export, the planning, the comparison pairs
-and the charts read this list (the charts their colours too, COLOURS); what cannot import it
-(the config schema's enum) and COLOURS are held to it by tests/cell/test_modes.py. A mode is
-added here or nowhere.
+and the charts (their colours too) read this list; what cannot import it (the config schema's
+enum) is held to it by tests/cell/test_modes.py. A mode is added here or nowhere.
 Read by in-cell code: Python 3.6, standard library only.
 """
 from collections import OrderedDict, namedtuple
@@ -18,40 +17,29 @@ DEPLOYED = (DEPLOYED_PYTHON, DEPLOYED_CPP)  # adapters/deployed.py
 
 # ``artifact_format``: the export a deployed mode runs (ARTIFACT_FORMATS), None for the others.
 # ``generates``: the mode also times transformers' generate (task generation); the others give
-# generation points ``skipped`` rows.
-Mode = namedtuple("Mode", "framework name kind artifact_format generates")
-Mode.__new__.__defaults__ = (False,)
+# generation points ``skipped`` rows. ``colour``: the mode's colour in the charts.
+Mode = namedtuple("Mode", "framework name kind artifact_format generates colour")
+Mode.__new__.__defaults__ = (False, None)
 # ``exported_from``: the graph mode whose model the export starts from (export.py), so that
 # mode, the artifact loaded in Python and the artifact in C/C++ run the same graph.
 ArtifactFormat = namedtuple("ArtifactFormat", "name framework exported_from")
 
 MODES = (
-    Mode("pytorch", "eager", EAGER, None, generates=True),
-    Mode("pytorch", "torchscript", GRAPH, None),  # torch.jit.trace per shape
+    Mode("pytorch", "eager", EAGER, None, generates=True, colour="#1f77b4"),
+    Mode("pytorch", "torchscript", GRAPH, None, colour="#17becf"),  # torch.jit.trace per shape
     # torch.compile; generate: its decoding steps, over a static key/value cache
-    Mode("pytorch", "compile", GRAPH, None, generates=True),
-    Mode("pytorch", "jitpy", DEPLOYED_PYTHON, "torchscript"),  # torch.jit.load
-    Mode("pytorch", "jitcpp", DEPLOYED_CPP, "torchscript"),  # libtorch
-    Mode("tensorflow", "eager", EAGER, None, generates=True),
-    Mode("tensorflow", "function", GRAPH, None),  # tf.function
+    Mode("pytorch", "compile", GRAPH, None, generates=True, colour="#9467bd"),
+    Mode("pytorch", "jitpy", DEPLOYED_PYTHON, "torchscript", colour="#aec7e8"),  # torch.jit.load
+    Mode("pytorch", "jitcpp", DEPLOYED_CPP, "torchscript", colour="#08306b"),  # libtorch
+    Mode("tensorflow", "eager", EAGER, None, generates=True, colour="#ff7f0e"),
+    Mode("tensorflow", "function", GRAPH, None, colour="#d62728"),  # tf.function
     # tf.function compiled by XLA; generate: the whole of it, the prompt padded
-    Mode("tensorflow", "xla", GRAPH, None, generates=True),
-    Mode("tensorflow", "savedpy", DEPLOYED_PYTHON, "savedmodel"),  # tf.saved_model.load
-    Mode("tensorflow", "savedcpp", DEPLOYED_CPP, "savedmodel"),  # TensorFlow C API
+    Mode("tensorflow", "xla", GRAPH, None, generates=True, colour="#8c564b"),
+    # tf.saved_model.load
+    Mode("tensorflow", "savedpy", DEPLOYED_PYTHON, "savedmodel", colour="#ffbb78"),
+    Mode("tensorflow", "savedcpp", DEPLOYED_CPP, "savedmodel", colour="#7f2704"),  # the C API
 )
-# Each mode's colour in the charts (render/plots, the site's): a mode added to MODES gets one.
-COLOURS = {
-    ("pytorch", "eager"): "#1f77b4",
-    ("pytorch", "torchscript"): "#17becf",
-    ("pytorch", "compile"): "#9467bd",
-    ("tensorflow", "eager"): "#ff7f0e",
-    ("tensorflow", "function"): "#d62728",
-    ("tensorflow", "xla"): "#8c564b",
-    ("pytorch", "jitpy"): "#aec7e8",
-    ("pytorch", "jitcpp"): "#08306b",
-    ("tensorflow", "savedpy"): "#ffbb78",
-    ("tensorflow", "savedcpp"): "#7f2704",
-}
+COLOURS = dict(((mode.framework, mode.name), mode.colour) for mode in MODES)  # for the charts
 ARTIFACT_FORMATS = OrderedDict((artifact.name, artifact) for artifact in (
     ArtifactFormat("torchscript", "pytorch", "torchscript"),  # a file per shape
     ArtifactFormat("savedmodel", "tensorflow", "function"),  # one SavedModel for every shape

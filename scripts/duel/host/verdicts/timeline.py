@@ -17,9 +17,9 @@ processes, the same minimum effect):
 import numpy as np
 import pandas as pd
 
-from duel.cell import contract
+from duel.cell import contract, frameworks
 
-from duel.host.stacks import eras
+from duel.host.stacks import as_of, eras
 from duel.host.tables import published_claims, replicates, scopes
 from duel.host.verdicts import generation, pairs, statistics
 
@@ -116,10 +116,10 @@ def generation_ratios(verdict, frame):
 def _versions(frame, era):
     """The frameworks' and transformers' versions of ``era``'s rows in this run, in words."""
     rows = frame[frame["era"] == era]
-    words = ["%s %s" % (name, ", ".join(sorted(set(rows.loc[rows["framework"] == framework,
-                                                             "framework_version"].dropna()))))
-             for framework, name in (("pytorch", "torch"), ("tensorflow", "TensorFlow"))
-             if (rows["framework"] == framework).any()]
+    names = dict(as_of.LABELLED)  # a package's name in words
+    words = ["%s %s" % (names[frameworks.package(framework)], ", ".join(sorted(set(
+        rows.loc[rows["framework"] == framework, "framework_version"].dropna()))))
+             for framework in frameworks.NAMES if (rows["framework"] == framework).any()]
     if "transformers_version" in rows.columns and rows["transformers_version"].notna().any():
         words.append("transformers %s" % ", ".join(sorted(set(
             rows["transformers_version"].dropna()))))

@@ -40,8 +40,6 @@ def generation_points(frame):
     its status (the worst of its processes'), each figure's per-process samples and figure,
     tokens per second, the fewest tokens that agreed, and its processes."""
     frame = replicates.counted(frame)
-    if "task" not in frame.columns or "first_token_samples" not in frame.columns:
-        return pd.DataFrame(columns=POINT_KEYS)
     frame = frame[frame["task"] == TASK]
     records = []
     for key, group in frame.groupby(POINT_KEYS, sort=False, dropna=False):

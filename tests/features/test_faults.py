@@ -108,7 +108,9 @@ def interrupted_run(tmp_path_factory, models_folder):
     --rerun-incomplete); then the same command again. Returns (workdir, second runs, what
     was on disk after the interrupt, resumed run)."""
     workdir = tmp_path_factory.mktemp("interrupted")
-    config = tiny_config(workdir, models_folder)
+    # Points of two seconds: where the two cells run side by side, the later one is still
+    # running a second after the first ends (TensorFlow's cell times two modes).
+    config = tiny_config(workdir, models_folder, duel=dict(QUICK["duel"], min_time_s=2.0))
     process, log_path = start(workdir, config)
     try:
         wait_for(lambda: os.path.exists(os.path.join(

@@ -78,6 +78,26 @@ def planned_workflow(workdir, **config):
         os.chdir(here)
 
 
+def plan_as_common_smk(overrides, warn=None, config_out=None):
+    """The planning of rules/common.smk, in this process, on ``--config`` ``overrides``
+    (parsed and merged over config/config.yaml as Snakemake does): its cells; ``config_out``
+    gets the config as planned."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config, validate
+
+    from duel.host.plan import config_keys, planner, probes
+    with open(os.path.join(REPO, "config", "config.yaml")) as handle:
+        config = yaml.safe_load(handle)
+    update_config(config, parse_config(overrides))
+    config_keys.prepare_config(config, warn)
+    validate(config, os.path.join(REPO, "config", "schema", "config.schema.yaml"))
+    cells = planner.plan_cells(config, REPO)
+    probes.check_devices(config["devices"], has_gpu=lambda: False)
+    if config_out is not None:
+        config_out.update(config)
+    return cells
+
+
 def shard_file(workdir, framework, mode, model, era="current", replicate=1):
     """Where the workflow wrote the shard of a cpu fp32 inference cell's ``mode`` (or modes,
     'eager+function') under ``workdir``: its process's, which may have measured other modes

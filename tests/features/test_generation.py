@@ -4,12 +4,15 @@ import os
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import QUICK, REPO, TEST_MODELS, cell_command, snakemake, write_config
-from duel.cell import reference, timing
+from conftest import (QUICK, REPO, TEST_MODELS, cell_command, generation_rows, snakemake,
+                      write_config)
+from duel.cell import contract, reference, timing
 from duel.host.store import archive, questions
+from duel.host.tables import summary
 from duel.host.verdicts import generation
 
 TINY = os.path.join(TEST_MODELS, "tiny-gpt2.json")
@@ -71,6 +74,30 @@ def test_each_points_ratios_are_the_verdicts_of_a_pair_of_one_point():
         assert row["decision"] == "faster" and verdict[name + "_decision"] == "PyTorch faster"
     assert verdict["points"] == 1 and verdict["replicates"] == 2
     assert verdict["interval"] == "between processes" and verdict["tokens_agree"] == 1
+
+
+@pytest.mark.unit
+def test_a_pair_with_a_side_skipped_at_every_point_has_no_verdict_and_no_tokens_checked():
+    """An era whose transformers lacks PyTorch compile's static cache: compile's rows are
+    skipped, so its pairs pair no point, say so in one line, and count no tokens."""
+    rows = generation_rows("hf2023", "pytorch", "eager", 40.0, 20.0, "2.0.1") + \
+        generation_rows("hf2023", "tensorflow", "eager", 60.0, 50.0, "2.13.0")
+    for row in generation_rows("hf2023", "pytorch", "compile", 40.0, 20.0, "2.0.1"):
+        row.update(contract.empty_row(), **{key: row[key] for key in (
+            "era", "device", "framework", "mode", "precision", "task", "model", "batch_size",
+            "seq_len", "method", "replicate")}, status="skipped",
+            message="this era's transformers has no static cache")
+        rows.append(row)
+    verdict = generation.generation_verdict(summary.migrated(pd.DataFrame(rows)))
+    verdict = verdict.set_index("mode_pt")
+    assert verdict.loc["eager", "points"] == 2 and verdict.loc["eager", "tokens_agree"] == 2
+    assert verdict.loc["compile", "points"] == 0
+    assert [verdict.loc["compile", "tokens_" + word] for word in ("agree", "near_tie",
+                                                                  "differ")] == [0, 0, 0]
+    text = generation.lines(verdict.reset_index())
+    skipped = text.index("  PyTorch compile vs TensorFlow eager (hf2023 cpu fp32 generation "
+                         "duel), 0 points, 0 processes per cell (within one process only):")
+    assert text[skipped + 1:] == ["    no point ran on both sides: no verdict"]
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from duel.cell import contract
+from duel.host.plan import layout
 from duel.host.render import outcome
 from duel.host.tables import summary
 
@@ -117,3 +118,19 @@ def test_the_verdict_lines_count_each_decision(tmp_path, before):
     assert lines[3].startswith("    geometric-mean ratio 0.80, 3 processes per cell")
     assert lines[4:6] == ["  Largest clear differences:",
                           "    m 1x128, PyTorch eager vs TensorFlow function: 0.50 [0.45, 0.55]"]
+
+
+def test_a_pair_with_no_point_run_on_both_sides_says_so_in_one_line(tmp_path):
+    """An era that lacks a mode: the pair's points are all N/A, so it has no verdict, not a
+    count of zeros and a ratio of n/a."""
+    results = write_statistics(tmp_path, EIGHTEEN)
+    path = os.path.join(results, layout.PAIRS)
+    pairs = pd.read_csv(path)
+    lacking = pairs.assign(mode_pt="compile", pytorch_clearly_faster=0,
+                           tensorflow_clearly_faster=0, equivalent=0, undecided=0,
+                           geomean_ratio=None, geomean_low=None, geomean_high=None)
+    pd.concat([pairs, lacking]).to_csv(path, index=False)
+    lines = outcome.verdict_lines(results)
+    at = lines.index("  PyTorch compile vs TensorFlow function (current cpu fp32 inference duel):")
+    assert lines[at + 1] == "    none of 18 points ran on both sides: no verdict"
+    assert lines[at + 2] == "  Largest clear differences:"

@@ -2,12 +2,9 @@
 import json
 import os
 
-from duel.cell import contract
 from duel.host.cli import command
 from duel.host.plan import layout
-from duel.host.provenance import runs
 from duel.host.render import bisection, outcome
-from duel.host.tables import replicates, summary
 
 DESCRIPTION = """Print a finished run's end-of-run lines.
 
@@ -50,19 +47,13 @@ def run(args):
     if path is None:
         raise command.Refusal("%s: no results/summary.parquet (not a finished run)" % args.run)
     try:
-        frame = summary.read_summary(path)
+        lines, points, failed = outcome.finished_run(os.path.dirname(path))
     except Exception as error:  # pyarrow's and pandas' many ways to say "not a summary"
         raise command.Refusal("%s: not a readable summary (%s)"
                               % (path, str(error).splitlines()[0] if str(error) else
                                  type(error).__name__))
-    status = replicates.counted(frame)["status"]  # a disturbed row that ran again is no point
-    results_dir = os.path.dirname(path)
-    finished = [runs.wall_seconds(record) for _, record in runs.manifests(results_dir)]
-    finished = [seconds for seconds in finished if seconds is not None]
-    lines = outcome.lines_of_run([], results_dir, run_s=finished[-1] if finished else None)
-    failed = int(status.isin(contract.FAILED).sum())
     if args.json:
-        print(json.dumps({"lines": lines, "points": len(status), "failed": failed}, indent=2))
+        print(json.dumps({"lines": lines, "points": points, "failed": failed}, indent=2))
     else:
         print("\n".join(lines))
     return command.FINDING if failed else command.FINE

@@ -13,6 +13,7 @@ import pandas as pd
 from duel.cell import contract, environment
 
 from duel.host.plan import layout
+from duel.host.provenance import runs
 from duel.host.tables import breakdown, replicates, scopes, summary, variance
 from duel.host.verdicts import generation, settle, statistics
 
@@ -71,8 +72,12 @@ def verdict_lines(results_dir=layout.RESULTS):
         if pd.notna(pair.get("geomean_low")) and pd.notna(pair.get("geomean_high")):
             geomean += " [%.2f, %.2f]" % (pair["geomean_low"], pair["geomean_high"])
         text.append("  PyTorch %s vs TensorFlow %s (%s):" % (pair["mode_pt"], pair["mode_tf"], scope))
+        counts = statistics.pair_counts(pair)
+        if not sum(count or 0 for _, count in counts):
+            text.append("    none of %d points ran on both sides: no verdict" % pair["points"])
+            continue
         text.append("    of %d points: %s%s" % (
-            pair["points"], ", ".join("%s %d" % count for count in statistics.pair_counts(pair)),
+            pair["points"], ", ".join("%s %d" % count for count in counts),
             _disturbed_note(pair.get("disturbed"))))
         text.append("    geometric-mean ratio %s, %d processes per cell (%s)"
                     % (geomean, pair["replicates"], pair["interval"]))
@@ -134,6 +139,17 @@ def lines_of_run(shards, results_dir=layout.RESULTS, run_s=None):
     times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
     return verdict_lines(results_dir) + settle_lines(frame, results_dir) + lines(frame) + \
         breakdown.lines(times, run_s) + variance.lines(frame)
+
+
+def finished_run(results_dir):
+    """What ``duel show`` says of the finished run in ``results_dir`` (its merged table read
+    here; an unreadable one raises): its end-of-run lines as its last wall time left them, its
+    counted points and how many of them failed."""
+    status = _counted_rows(results_dir)["status"]  # a disturbed row that ran again is no point
+    finished = [runs.wall_seconds(record) for _, record in runs.manifests(results_dir)]
+    finished = [seconds for seconds in finished if seconds is not None]
+    return (lines_of_run([], results_dir, run_s=finished[-1] if finished else None),
+            len(status), int(status.isin(contract.FAILED).sum()))
 
 
 def unfinished_lines(shards):

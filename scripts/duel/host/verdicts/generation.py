@@ -170,8 +170,9 @@ def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
     """Per scope and pair of modes (pairs.PAIR) of task generation, COLUMNS: the points paired,
     the fewest processes a side, the interval's kind, each figure's geometric-mean ratio
     (PyTorch / TensorFlow), its interval and the decision of the ratio so judged, tokens per
-    second of each side (geometric means), and the paired points whose tokens, on the worse
-    side, all agreed with PyTorch eager's, first diverged at a near-tie, or differed."""
+    second of each side (geometric means), and the paired points whose tokens, checked on both
+    sides, on the worse side all agreed with PyTorch eager's, first diverged at a near-tie, or
+    differed."""
     points = generation_points(frame)
     if points.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -197,6 +198,7 @@ def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
         for word in TOKEN_WORDS:
             row["tokens_" + word.replace("-", "_")] = sum(
                 1 for record in judged if record["tf"] is not None
+                and {record["pt"]["tokens"], record["tf"]["tokens"]} <= set(TOKEN_WORDS)
                 and _worse(record["pt"]["tokens"], record["tf"]["tokens"]) == word)
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -227,6 +229,9 @@ def lines(verdict):
         text.append("  PyTorch %s vs TensorFlow %s (%s), %d points, %d processes per cell (%s):"
                     % (row["mode_pt"], row["mode_tf"], scope, row["points"], row["replicates"],
                        row["interval"]))
+        if not row["points"]:
+            text.append("    no point ran on both sides: no verdict")
+            continue
         for name, words in FIGURES:
             text.append("    %s: %s" % (words, ratio_text(row, name)))
         rates = [row["tokens_per_s" + suffix] for suffix in ("_pt", "_tf")]

@@ -269,7 +269,7 @@ def replicated_run(tmp_path_factory):
     config = write_config(workdir, models_dir=TEST_MODELS, models=["tiny-bert-16pos"],
                           modes={"pytorch": ["eager"], "tensorflow": ["eager"]},
                           batch_sizes=[1], sequence_lengths=[8], method="duel", **settings)
-    snakemake(workdir, "--cores", "all", "--configfile", config)
+    snakemake(workdir, "--cores", "1", "--configfile", config)
     return workdir, config
 
 
@@ -320,7 +320,7 @@ def test_the_reports_rest_on_both_replicates(replicated_run):
 @pytest.mark.workflow
 def test_adding_a_replicate_runs_only_the_new_round(replicated_run):
     workdir, config = replicated_run
-    result = snakemake(workdir, "-n", "--cores", "all", "--configfile", config, "--config",
+    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", config, "--config",
                        "replicates=3")
     assert "run_cell" in result.stdout
     jobs = [line for line in result.stdout.splitlines() if line.startswith("run_cell")]

@@ -4,6 +4,7 @@ import os
 
 from duel.host.cli import command
 from duel.host.plan import layout
+from duel.host.provenance import runs
 from duel.host.render import bisection, outcome
 
 DESCRIPTION = """Print a finished run's end-of-run lines.
@@ -47,7 +48,9 @@ def run(args):
     if path is None:
         raise command.Refusal("%s: no results/summary.parquet (not a finished run)" % args.run)
     try:
-        lines, points, failed = outcome.finished_run(os.path.dirname(path))
+        results_dir = os.path.dirname(path)
+        lines, points, failed = outcome.finished_run(results_dir,
+                                                     runs.last_wall_seconds(results_dir))
     except Exception as error:  # pyarrow's and pandas' many ways to say "not a summary"
         raise command.Refusal("%s: not a readable summary (%s)"
                               % (path, str(error).splitlines()[0] if str(error) else

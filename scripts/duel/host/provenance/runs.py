@@ -273,6 +273,14 @@ def read(path):
         return json.load(handle)
 
 
+def last_wall_seconds(results_dir):
+    """The wall time of the last finished run whose manifest is under ``results_dir``; None
+    where none finished."""
+    finished = [wall_seconds(record) for _, record in manifests(results_dir)]
+    finished = [seconds for seconds in finished if seconds is not None]
+    return finished[-1] if finished else None
+
+
 def manifests(results_dir):
     """Every manifest under ``<results_dir>/runs``, oldest first, as (path, record)."""
     found = []

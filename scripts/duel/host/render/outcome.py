@@ -13,7 +13,6 @@ import pandas as pd
 from duel.cell import contract, environment
 
 from duel.host.plan import layout
-from duel.host.provenance import runs
 from duel.host.tables import breakdown, replicates, scopes, summary, variance
 from duel.host.verdicts import generation, settle, statistics
 
@@ -141,15 +140,13 @@ def lines_of_run(shards, results_dir=layout.RESULTS, run_s=None):
         breakdown.lines(times, run_s) + variance.lines(frame)
 
 
-def finished_run(results_dir):
+def finished_run(results_dir, run_s=None):
     """What ``duel show`` says of the finished run in ``results_dir`` (its merged table read
-    here; an unreadable one raises): its end-of-run lines as its last wall time left them, its
-    counted points and how many of them failed."""
+    here; an unreadable one raises): its end-of-run lines (``run_s``: its wall time, where
+    known), its counted points and how many of them failed."""
     status = _counted_rows(results_dir)["status"]  # a disturbed row that ran again is no point
-    finished = [runs.wall_seconds(record) for _, record in runs.manifests(results_dir)]
-    finished = [seconds for seconds in finished if seconds is not None]
-    return (lines_of_run([], results_dir, run_s=finished[-1] if finished else None),
-            len(status), int(status.isin(contract.FAILED).sum()))
+    return (lines_of_run([], results_dir, run_s=run_s), len(status),
+            int(status.isin(contract.FAILED).sum()))
 
 
 def unfinished_lines(shards):

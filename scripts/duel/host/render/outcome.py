@@ -134,7 +134,10 @@ def lines_of_run(shards, results_dir=layout.RESULTS, run_s=None):
     merged = os.stat(path).st_mtime
     if any(os.path.exists(shard) and os.stat(shard).st_mtime > merged for shard in shards):
         return []
-    frame = summary.read_summary(path)
+    return _run_lines(summary.read_summary(path), results_dir, run_s)
+
+
+def _run_lines(frame, results_dir, run_s):
     times = breakdown.parts(frame, breakdown.reference_seconds(results_dir), run_s)
     return verdict_lines(results_dir) + settle_lines(frame, results_dir) + lines(frame) + \
         breakdown.lines(times, run_s) + variance.lines(frame)
@@ -144,8 +147,9 @@ def finished_run(results_dir, run_s=None):
     """What ``duel show`` says of the finished run in ``results_dir`` (its merged table read
     here; an unreadable one raises): its end-of-run lines (``run_s``: its wall time, where
     known), its counted points and how many of them failed."""
-    status = _counted_rows(results_dir)["status"]  # a disturbed row that ran again is no point
-    return (lines_of_run([], results_dir, run_s=run_s), len(status),
+    frame = summary.read_summary(os.path.join(results_dir, layout.SUMMARY))
+    status = replicates.counted(frame)["status"]  # a disturbed row that ran again is no point
+    return (_run_lines(frame, results_dir, run_s), len(status),
             int(status.isin(contract.FAILED).sum()))
 
 

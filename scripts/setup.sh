@@ -67,7 +67,8 @@ install() {
 }
 
 # The CPU build of torch (a +cpu pin) is on PyTorch's own CPU index, not the default one: where
-# this machine's sources lack it, uv's torch backend knows that index.
+# this machine's sources lack it, uv's torch backend knows that index (DUEL_TORCH_INDEX: a
+# mirror of it in its place; duel.host.stacks.pip_sources).
 if ! install .venv/bin/python "${locks[@]}"; then
   if [[ "$installer" != uv ]]; then
     echo "setup.sh: installing ${locks[*]} with pip failed; without --pip, uv finds the CPU" \
@@ -75,7 +76,8 @@ if ! install .venv/bin/python "${locks[@]}"; then
     exit 1
   fi
   echo "setup.sh: this machine's package sources lack a pin; again, with torch's CPU index" >&2
-  extra=(--torch-backend cpu)
+  mapfile -t extra < <(PYTHONPATH=scripts .venv/bin/python -m duel.host.stacks.pip_sources \
+    --torch-cpu)
   if ! install .venv/bin/python "${locks[@]}"; then
     echo "setup.sh: installing ${locks[*]} failed from this machine's package sources and" \
       "from PyTorch's CPU index (uv's message above)" >&2

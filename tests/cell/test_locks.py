@@ -4,12 +4,16 @@ The fresh environments are real: scripts/setup.sh in a copy of the checkout (uv 
 or pip with --pip), the hf2019 venv the workflow builds, and a scratch interpreter with one
 package upgraded by hand that the real workflow plans with.
 """
+import contextlib
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
+import zipfile
 
 import pyarrow.parquet as pq
 import pytest
@@ -109,29 +113,79 @@ def test_setup_installs_exactly_the_locks_and_passes_pip_check(tmp_path):
     assert check.returncode == 0, check.stdout
 
 
-@pytest.mark.install
-def test_set_up_with_pips_defaults_takes_torchs_cpu_build_from_its_own_index(tmp_path):
-    """A machine whose pip knows only the default index (no sources configured): the first
-    install cannot find the +cpu pin, and setup.sh asks uv's torch backend for it. Where
-    PyTorch's index answers, set-up completes; where it cannot be reached, both tries are named."""
-    checkout = copy_checkout(tmp_path)
+@contextlib.contextmanager
+def served_index(root, wheel):
+    """A simple index (PEP 503) on 127.0.0.1 whose one project is torch, file ``wheel``: its URL,
+    and the paths asked of it."""
+    project = root / "simple" / "torch"
+    project.mkdir(parents=True)
+    shutil.copy(str(wheel), str(root / wheel.name))
+    (project / "index.html").write_text(
+        '<!DOCTYPE html><html><body><a href="../../%s">%s</a></body></html>\n'
+        % (wheel.name.replace("+", "%2B"), wheel.name))
+    asked = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args):
+            asked.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield "http://127.0.0.1:%d/simple" % server.server_address[1], asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def set_up_with_pips_defaults(checkout, torch_index, uv_cache):
+    """scripts/setup.sh in ``checkout`` as on a machine whose pip knows only the default index
+    (no configuration, no PIP_ or UV_ variables), with DUEL_TORCH_INDEX=``torch_index``."""
     environment = {name: value for name, value in os.environ.items()
                    if not name.startswith(("PIP_", "UV_"))}
-    environment.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1",
-                       UV_CACHE_DIR=str(tmp_path / "uv-cache"))
-    result = subprocess.run(["bash", "scripts/setup.sh"], cwd=str(checkout), env=environment,
-                            capture_output=True, text=True, timeout=1800)
+    environment.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1", UV_CACHE_DIR=str(uv_cache),
+                       DUEL_TORCH_INDEX=torch_index)
+    return subprocess.run(["bash", "scripts/setup.sh"], cwd=str(checkout), env=environment,
+                          capture_output=True, text=True, timeout=1800)
+
+
+@pytest.mark.install
+def test_set_up_with_pips_defaults_takes_torchs_cpu_build_from_the_torch_index(tmp_path):
+    """The README's first set-up on a machine with pip's default configuration: the default
+    index lacks the +cpu pin, so setup.sh tries again with torch's CPU index, here a mirror on
+    127.0.0.1 that holds the one torch wheel. Set-up completes with every lock's hashes checked;
+    the same index serving a wheel of other bytes is refused."""
+    pin = "torch==" + locks.read_pins(path("envs/current-cpu.txt"))["torch"]
+    wheels = tmp_path / "wheels"  # the wheel, from this machine's own sources
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
+                    ":all:", "-d", str(wheels), pin], check=True, timeout=1200)
+    wheel, = wheels.glob("torch-*.whl")
+    uv_cache = tmp_path / "uv-cache"
+    retry = "setup.sh: this machine's package sources lack a pin; again, with torch's CPU index"
+    with served_index(tmp_path / "index", wheel) as (url, asked):
+        result = set_up_with_pips_defaults(copy_checkout(tmp_path / "a"), url, uv_cache)
+    assert retry in result.stderr.splitlines() and result.returncode == 0, result.stderr[-4000:]
+    assert [wheel.name] == [path.rsplit("/", 1)[-1].replace("%2B", "+") for path in asked
+                            if path.endswith(".whl")], asked
+    venv = str(tmp_path / "a" / "checkout" / ".venv" / "bin" / "python")
+    assert installed_in(venv) == union("envs/current-cpu.txt", "envs/host.txt", "envs/uv.txt")
+    assert subprocess.run([venv, "-m", "pip", "check"], capture_output=True).returncode == 0
+
+    other = tmp_path / "other" / wheel.name  # same name, other bytes
+    other.parent.mkdir()
+    with zipfile.ZipFile(str(other), "w") as archive:
+        archive.writestr("torch/__init__.py", "")
+    with served_index(tmp_path / "other-index", other) as (url, asked):
+        result = set_up_with_pips_defaults(copy_checkout(tmp_path / "b"), url, uv_cache)
     said = result.stderr.splitlines()
-    assert "setup.sh: this machine's package sources lack a pin; again, with torch's CPU " \
-        "index" in said, result.stderr[-4000:]
-    if result.returncode == 0:
-        venv = str(checkout / ".venv" / "bin" / "python")
-        assert installed_in(venv) == union("envs/current-cpu.txt", "envs/host.txt",
-                                           "envs/uv.txt")
-    else:
-        assert said[-1].startswith("setup.sh: installing envs/current-cpu.txt envs/host.txt "
-                                   "envs/uv.txt failed from this machine's package sources and "
-                                   "from PyTorch's CPU index"), result.stderr[-4000:]
+    assert result.returncode == 1 and retry in said, result.stderr[-4000:]
+    assert "Hash mismatch for `%s`" % pin in result.stderr and said[-1].startswith(
+        "setup.sh: installing envs/current-cpu.txt envs/host.txt envs/uv.txt failed from this "
+        "machine's package sources and from PyTorch's CPU index"), result.stderr[-4000:]
 
 
 @pytest.mark.unit

@@ -288,10 +288,10 @@ def install(pip, lock, log):
     uv = os.path.join(os.path.dirname(sys.executable), "uv")
     if answer.returncode != 0 and os.path.exists(uv) and any(
             version.endswith("+cpu") for version in locks.read_pins(lock).values()):
-        # A CPU build of torch is on PyTorch's own index, which uv's torch backend knows.
+        # A CPU build of torch is on PyTorch's own index (pip_sources.torch_cpu_options).
         options, environment = pip_sources.uv_options(pip_sources.pip_settings(pip[0]))
-        command = [uv, "pip", "install", "--python", pip[0], "--no-deps", "--require-hashes",
-                   "--torch-backend", "cpu"] + options + ["-r", lock]
+        command = [uv, "pip", "install", "--python", pip[0], "--no-deps", "--require-hashes"
+                   ] + pip_sources.torch_cpu_options() + options + ["-r", lock]
         log.write("$ %s\n" % " ".join(command))
         answer = subprocess.run(command, capture_output=True, text=True,
                                 env=dict(os.environ, **environment))

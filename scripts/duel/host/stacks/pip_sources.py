@@ -8,7 +8,12 @@ which hash checking makes safe), and the CA bundle as ``SSL_CERT_FILE=...`` for 
 environment. scripts/setup.sh (before the package is installed) and ``duel lock`` use it;
 stdlib only, run by any Python with pip.
 
-    PYTHONPATH=scripts python -m duel.host.stacks.pip_sources [python-with-pip]
+Where those sources lack a CPU build of torch (a ``+cpu`` pin: pip's default configuration), it
+is on PyTorch's own CPU index, which uv's torch backend knows; ``DUEL_TORCH_INDEX`` names an
+index that serves those wheels in its place (a mirror). ``--torch-cpu`` prints the options
+that take them from there.
+
+    PYTHONPATH=scripts python -m duel.host.stacks.pip_sources [--torch-cpu] [python-with-pip]
 """
 import os
 import subprocess
@@ -56,7 +61,17 @@ def uv_options(settings):
     return options, environment
 
 
+def torch_cpu_options(environ=os.environ):
+    """uv's options that find the CPU builds of torch: DUEL_TORCH_INDEX ahead of the other
+    sources where it is set, else uv's torch backend (PyTorch's CPU index)."""
+    mirror = environ.get("DUEL_TORCH_INDEX")
+    return ["--extra-index-url", mirror] if mirror else ["--torch-backend", "cpu"]
+
+
 def main(argv):
+    if argv[1:2] == ["--torch-cpu"]:
+        print("\n".join(torch_cpu_options()))
+        return
     options, environment = uv_options(pip_settings(argv[1] if len(argv) > 1 else sys.executable))
     for name, value in sorted(environment.items()):
         print("%s=%s" % (name, value))

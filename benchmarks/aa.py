@@ -307,7 +307,7 @@ def analyse(folder_a, folder_b, min_effect=statistics.MIN_EFFECT):
 
     ratios_a = statistics.point_ratios(a, min_effect=min_effect)
     ratios_b = statistics.point_ratios(b, min_effect=min_effect)
-    pair = pairs.PAIR + ["model", "batch_size", "seq_len"]
+    pair = pairs.SHOWN.keys + ["model", "batch_size", "seq_len"]
     verdicts = ratios_a[pair + ["ratio", "verdict", "clear"]].merge(
         ratios_b[pair + ["ratio", "verdict", "clear"]], on=pair, suffixes=("_a", "_b"))
     compared = verdicts[verdicts["clear_a"].notna() & verdicts["clear_b"].notna()]

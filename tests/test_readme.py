@@ -255,6 +255,53 @@ def test_every_row_of_the_fault_table_names_a_test_that_exists():
         assert re.search(r"^def %s\(" % re.escape(name), source, flags=re.M), (fault, node)
 
 
+def concept_homes(path=os.path.join(REPO, "CONTRIBUTING.md")):
+    """[(concept, [(path, [names])])] of CONTRIBUTING's table of where each concept lives: each
+    home is a path in backticks, followed by the names it defines, in backticks too."""
+    with open(path) as handle:
+        section = handle.read().split("\n## Where each concept lives\n", 1)[1]
+    rows = [line for line in section.split("\n## ", 1)[0].splitlines()
+            if line.startswith("| ")][2:]
+    table = []
+    for row in rows:
+        concept, homes = row.strip("| ").split(" | ")
+        found = []
+        for word in re.findall(r"`([^`]+)`", homes):
+            if "/" in word:
+                found.append((word, []))
+            else:
+                found[-1][1].append(word)
+        table.append((concept, found))
+    return table
+
+
+def missing_homes(table, repo=REPO):
+    """The homes of ``table`` (concept_homes) whose file is not there or does not define a name
+    given with it."""
+    missing = []
+    for concept, homes in table:
+        for path, names in homes:
+            where = os.path.join(repo, path)
+            if not os.path.exists(where):
+                missing.append(path)
+                continue
+            source = "" if os.path.isdir(where) else open(where).read()
+            missing += ["%s %s" % (path, name) for name in names if not re.search(
+                r"^(?:def |class )?%s\b" % re.escape(name), source, flags=re.M)]
+    return missing
+
+
+@pytest.mark.unit
+def test_every_concepts_home_in_contributing_exists_and_defines_it():
+    table = concept_homes()
+    assert len(table) >= 15 and all(homes for _, homes in table)
+    assert missing_homes(table) == []
+    moved = [("pairs", [("scripts/duel/host/verdicts/pairing.py", []),
+                        ("scripts/duel/cell/modes.py", ["MODE_LIST"])])]
+    assert missing_homes(moved) == ["scripts/duel/host/verdicts/pairing.py",
+                                    "scripts/duel/cell/modes.py MODE_LIST"]
+
+
 def layout_section(path=os.path.join(REPO, "CONTRIBUTING.md")):
     """The text of the Layout section of CONTRIBUTING.md."""
     with open(path) as handle:

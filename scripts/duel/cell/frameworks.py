@@ -22,9 +22,6 @@ FRAMEWORKS = OrderedDict((entry.name, entry) for entry in (
               {"USE_TORCH": "0", "USE_TF": "1", "TF_USE_LEGACY_KERAS": "1"}),
 ))
 NAMES = tuple(FRAMEWORKS)
-# The verdict is a time ratio of two frameworks, one side each: PAIR, and every table that names
-# a side by its short name (``_pt``, ``_tf``) is of this pair; the rest of Duel reads NAMES.
-PAIR = NAMES[:2]
 
 
 def label(name):

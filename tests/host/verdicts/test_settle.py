@@ -115,8 +115,8 @@ def test_the_open_points_of_modes_that_share_a_process_run_in_one():
 @pytest.mark.unit
 def test_a_point_gets_the_processes_that_make_a_decision_likely_and_none_when_futile():
     def point(ratio, low, high, processes=3):
-        return {"ratio": ratio, "ci_low": low, "ci_high": high, "replicates_pt": processes,
-                "replicates_tf": processes}
+        return {"mode_pt": "eager", "mode_tf": "eager", "ratio": ratio, "ci_low": low,
+                "ci_high": high, "replicates_pt": processes, "replicates_tf": processes}
 
     # 0.90 [0.84, 0.965]: a tenth faster, just not shown yet: one process more
     assert settle.needed(point(0.90, 0.84, 0.965), 6, 0.05) == 4

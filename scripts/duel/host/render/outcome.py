@@ -14,7 +14,7 @@ from duel.cell import contract, environment
 
 from duel.host.plan import layout
 from duel.host.tables import breakdown, replicates, scopes, summary, variance
-from duel.host.verdicts import generation, settle, statistics
+from duel.host.verdicts import generation, pairs, settle, statistics
 
 # How many distinct failure messages are shown; the count says how many there are in all.
 SHOWN_MESSAGES = 3
@@ -54,40 +54,55 @@ def _status_lines(frame):
 SHOWN_DIFFERENCES = 3
 
 
+def _modes(row, framework_pair=None):
+    """'PyTorch eager vs TensorFlow function' of a ratio table's row."""
+    framework_pair = framework_pair or pairs.of_row(row)
+    return " vs ".join("%s %s" % (label, row[mode]) for label, mode in zip(
+        framework_pair.labels, framework_pair.modes))
+
+
+def _pair_lines(pair, framework_pair):
+    """The lines of one pair_summary row of ``framework_pair``: its counts, geometric mean and
+    processes."""
+    scope = " ".join(str(pair[key]) for key in scopes.SCOPE)
+    geomean = "%.2f" % pair["geomean_ratio"] if pd.notna(pair["geomean_ratio"]) else "n/a"
+    if pd.notna(pair.get("geomean_low")) and pd.notna(pair.get("geomean_high")):
+        geomean += " [%.2f, %.2f]" % (pair["geomean_low"], pair["geomean_high"])
+    text = ["  %s (%s):" % (_modes(pair, framework_pair), scope)]
+    counts = statistics.pair_counts(pair, framework_pair)
+    if not sum(count or 0 for _, count in counts):
+        return text + ["    none of %d points ran on both sides: no verdict" % pair["points"]]
+    return text + [
+        "    of %d points: %s%s" % (pair["points"], ", ".join("%s %d" % count for count in counts),
+                                    _disturbed_note(pair.get("disturbed"))),
+        "    geometric-mean ratio %s, %d processes per cell (%s)"
+        % (geomean, pair["replicates"], pair["interval"])]
+
+
 def verdict_lines(results_dir=layout.RESULTS):
     """The verdict: per pair of modes compared, the points each framework clearly wins, those
     equivalent and those undecided (statistics.pair_counts), the geometric-mean ratio and the
     processes it rests on; then the largest clear differences and where the files are. From
     results/statistics/ (none before it exists)."""
     try:
-        pairs = pd.read_csv(os.path.join(results_dir, layout.PAIRS))
+        pair_table = pd.read_csv(os.path.join(results_dir, layout.PAIRS))
         ratios = pd.read_csv(os.path.join(results_dir, layout.RATIOS))
     except (OSError, ValueError):
         return []
-    text = ["Verdict (PyTorch time / TensorFlow time; < 1: PyTorch faster):"]
-    for _, pair in pairs.iterrows():
-        scope = " ".join(str(pair[key]) for key in scopes.SCOPE)
-        geomean = "%.2f" % pair["geomean_ratio"] if pd.notna(pair["geomean_ratio"]) else "n/a"
-        if pd.notna(pair.get("geomean_low")) and pd.notna(pair.get("geomean_high")):
-            geomean += " [%.2f, %.2f]" % (pair["geomean_low"], pair["geomean_high"])
-        text.append("  PyTorch %s vs TensorFlow %s (%s):" % (pair["mode_pt"], pair["mode_tf"], scope))
-        counts = statistics.pair_counts(pair)
-        if not sum(count or 0 for _, count in counts):
-            text.append("    none of %d points ran on both sides: no verdict" % pair["points"])
-            continue
-        text.append("    of %d points: %s%s" % (
-            pair["points"], ", ".join("%s %d" % count for count in counts),
-            _disturbed_note(pair.get("disturbed"))))
-        text.append("    geometric-mean ratio %s, %d processes per cell (%s)"
-                    % (geomean, pair["replicates"], pair["interval"]))
+    text = []
+    for framework_pair, rows in pairs.in_table(pair_table) or [(pairs.SHOWN, pair_table)]:
+        top, bottom = framework_pair.labels
+        text.append("Verdict (%s time / %s time; < 1: %s faster):" % (top, bottom, top))
+        for _, pair in rows.iterrows():
+            text += _pair_lines(pair, framework_pair)
     clear = ratios[ratios["clear"] == "yes"].copy()
     if len(clear):
         clear["size"] = np.abs(np.log(clear["ratio"].astype(float)))
         text.append("  Largest clear differences:")
         for _, row in clear.sort_values("size", ascending=False).head(SHOWN_DIFFERENCES).iterrows():
-            text.append("    %s %dx%d, PyTorch %s vs TensorFlow %s: %.2f [%.2f, %.2f]%s"
-                        % (row["model"], row["batch_size"], row["seq_len"], row["mode_pt"],
-                           row["mode_tf"], row["ratio"], row["ci_low"], row["ci_high"],
+            text.append("    %s %dx%d, %s: %.2f [%.2f, %.2f]%s"
+                        % (row["model"], row["batch_size"], row["seq_len"], _modes(row),
+                           row["ratio"], row["ci_low"], row["ci_high"],
                            " (disturbed)" if pd.notna(row.get("disturbed")) else ""))
     try:
         text += generation.lines(pd.read_csv(os.path.join(results_dir, layout.GENERATION)))

@@ -98,7 +98,7 @@ def frame_table(frame, classes=None):
 
 def verdict_class(winner, decision=None):
     """The classes colouring a verdict's cell (templates/page.css): ``winner`` the framework
-    clearly faster (pairs.FRAMEWORKS); else a colour of its own where ``decision`` is
+    clearly faster (its name); else a colour of its own where ``decision`` is
     equivalent (an answer, unlike undecided), grey."""
     if winner:
         return "verdict %s" % winner

@@ -171,7 +171,7 @@ def write_ratios(workbook, frame, points):
         "PyTorch time / TensorFlow time per point, same era, device, precision, task, method "
         "and input (> 1: PyTorch slower); N/A where either point is not ok",
         pairs.framework_ratios(frame),
-        pairs.PAIR,
+        pairs.SHOWN.keys,
         lambda keys, group: "%(era)s %(device)s %(precision)s %(task)s, method %(method)s: "
                             "PyTorch %(mode_pt)s / TensorFlow %(mode_tf)s" % keys,
         points, "(this run has no cell of both frameworks)")
@@ -355,8 +355,8 @@ def write_deployment(workbook, frame, points):
                         "time (> 1: the C/C++ runner faster), %(era)s %(device)s %(precision)s "
                         "%(task)s, method %(method)s" % keys], bold=True)
         _write_table(sheet, group, points, "ratio", RATIO_FORMAT)
-    for values, group in deployed.groupby(pairs.PAIR, sort=False):
-        keys = dict(zip(pairs.PAIR, values))
+    for values, group in deployed.groupby(pairs.SHOWN.keys, sort=False):
+        keys = dict(zip(pairs.SHOWN.keys, values))
         _append(sheet, [])
         _append(sheet, ["Deployed, side by side: PyTorch %(mode_pt)s / TensorFlow "
                         "%(mode_tf)s (> 1: PyTorch slower), %(era)s %(device)s "

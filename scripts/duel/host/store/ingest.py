@@ -27,7 +27,7 @@ from duel.host.plan import layout
 from duel.host.provenance import runs
 from duel.host.store import archive
 from duel.host.tables import breakdown, replicates, summary, variance
-from duel.host.verdicts import statistics
+from duel.host.verdicts import pairs, statistics
 
 UNRECORDED = "unrecorded-"
 
@@ -156,21 +156,25 @@ def _table(frame):
 
 
 def headline(frame):
-    """The run's PyTorch/TensorFlow verdict in one line: per pair of modes, the geometric-mean
-    ratio (< 1: PyTorch faster) and the points each framework clearly wins."""
+    """The run's verdict in one line: per framework pair and pair of modes, the
+    geometric-mean ratio (< 1: the first framework faster) and the points each framework
+    clearly wins ('eager/function 0.93 (PT 3, TF 1, open 2)')."""
     try:
-        pairs = statistics.pair_summary(statistics.point_ratios(frame))
+        judged = statistics.pair_summary(statistics.point_ratios(frame))
     except Exception as error:  # a run whose rows cannot be paired still gets stored
         return "no verdict (%s)" % contract.error_line(error)
     parts = []
-    for _, pair in pairs.iterrows():
-        if pd.isna(pair["geomean_ratio"]):
-            continue
-        parts.append("%s/%s %.2f (PT %d, TF %d, open %d)" % (
-            pair["mode_pt"], pair["mode_tf"], pair["geomean_ratio"],
-            pair["pytorch_clearly_faster"], pair["tensorflow_clearly_faster"],
-            pair["not_clear"]))
-    return "; ".join(parts) or "no PyTorch/TensorFlow pair"
+    for framework_pair, rows in pairs.in_table(judged):
+        for _, pair in rows.iterrows():
+            if pd.isna(pair["geomean_ratio"]):
+                continue
+            parts.append("%s %.2f (%s, open %d)" % (
+                "/".join(pair[mode] for mode in framework_pair.modes), pair["geomean_ratio"],
+                ", ".join("%s %d" % (suffix[1:].upper(), pair[name + "_clearly_faster"])
+                          for name, suffix in zip(framework_pair.frameworks,
+                                                  framework_pair.suffixes)),
+                pair["not_clear"]))
+    return "; ".join(parts) or "no pair of frameworks"
 
 
 def _distinct(frame, column):

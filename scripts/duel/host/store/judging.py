@@ -15,7 +15,7 @@ from duel.cell import contract
 
 from duel.host.store import archive
 from duel.host.tables import summary
-from duel.host.verdicts import generation, statistics
+from duel.host.verdicts import generation, pairs, statistics
 
 JUDGES = 4  # processes judging runs at most
 # The columns a run's verdict needs, as the contract shows them on the site: its points'
@@ -29,7 +29,8 @@ GENERATION_COLUMNS = list(dict.fromkeys(
 
 def run_verdicts(store, run_ids):
     """Per run of ``run_ids``: statistics.pair_summary of its rows, each run judged once (a
-    frame with run_id), and {run id: why not} for the runs that could not be judged."""
+    frame with run_id), and {run id: why not} for the runs that could not be judged. The site
+    is two-sided: its pages show the pair pairs.SHOWN."""
     failed = {}
     if not len(run_ids):
         return pd.DataFrame(), failed
@@ -40,13 +41,13 @@ def run_verdicts(store, run_ids):
         frame = frame.drop(columns="run_id")  # the point table keeps the counted rows
         try:
             points = summary.with_reported(frame)
-            ratios = statistics.point_ratios(points)
-            pairs = statistics.pair_summary(ratios, points)  # with the geometric mean's interval
+            ratios = pairs.shown(statistics.point_ratios(points))
+            judged = statistics.pair_summary(ratios, points)  # with the geometric mean's interval
         except Exception as error:  # such a run has no verdict, as its headline says
             failed[run_id] = contract.error_line(error)
             continue
-        pairs.insert(0, "run_id", run_id)
-        found.append(pairs)
+        judged.insert(0, "run_id", run_id)
+        found.append(judged)
     return (pd.concat(found, ignore_index=True) if found else pd.DataFrame()), failed
 
 

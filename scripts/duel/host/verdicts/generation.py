@@ -7,6 +7,7 @@ figure (Welch's t over processes, a bootstrap of the samples within one); per pa
 geometric mean over its points with the whole-process bootstrap (statistics.geomean_interval).
 A process's time to first token is the median of its one-token calls; its time per output
 token, each whole call less that median, over the tokens after the first (timing.generation_split).
+Its tables are two-sided, of the pair the run's views show (pairs.SHOWN).
 """
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ TASK = "generation"
 # The two times judged: (name, what it is called on a line).
 FIGURES = (("first_token", "time to first token"), ("per_token", "time per output token"))
 POINT_KEYS = scopes.SCOPE + ["framework", "mode", "model", "batch_size", "seq_len"]
-COLUMNS = pairs.PAIR + [
+COLUMNS = pairs.SHOWN.keys + [
     "points", "replicates", "interval",
     "first_token_ratio", "first_token_low", "first_token_high", "first_token_decision",
     "per_token_ratio", "per_token_low", "per_token_high", "per_token_decision",
@@ -117,7 +118,7 @@ def _geomean_of(values):
 def _judged_pairs(points, min_effect):
     """Per scope and pair of modes of ``points`` (generation_points): (scope, mode_pt, mode_tf,
     a record per PyTorch point: its model, both sides' points and each figure's judgement)."""
-    top, bottom = pairs.FRAMEWORKS
+    top, bottom = pairs.SHOWN.frameworks
     keys = scopes.SCOPE + ["model", "batch_size", "seq_len"]
     for scope, group in points.groupby(scopes.SCOPE, sort=False, dropna=False):
         sides = [group[group["framework"] == framework] for framework in (top, bottom)]
@@ -133,7 +134,7 @@ def _judged_pairs(points, min_effect):
                     for name, _ in FIGURES:
                         record[name] = statistics.judge(
                             _side(point, name), _side(other, name), "median", min_effect,
-                            "PyTorch faster", "TensorFlow faster")
+                            *pairs.SHOWN.faster())
                     judged.append(record)
                 yield scope, mode_pt, mode_tf, judged
 
@@ -167,7 +168,7 @@ def point_ratios(frame, min_effect=statistics.MIN_EFFECT):
 
 
 def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
-    """Per scope and pair of modes (pairs.PAIR) of task generation, COLUMNS: the points paired,
+    """Per scope and pair of modes (pairs.SHOWN.keys) of task generation, COLUMNS: the points paired,
     the fewest processes a side, the interval's kind, each figure's geometric-mean ratio
     (PyTorch / TensorFlow), its interval and the decision of the ratio so judged, tokens per
     second of each side (geometric means), and the paired points whose tokens, checked on both
@@ -189,8 +190,7 @@ def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
             ratio, low, high = _geomean(both, name)
             row[name + "_ratio"], row[name + "_low"], row[name + "_high"] = ratio, low, high
             row[name + "_decision"] = (
-                statistics.decided(ratio, low, high, min_effect, "PyTorch faster",
-                                   "TensorFlow faster")[1]
+                statistics.decided(ratio, low, high, min_effect, *pairs.SHOWN.faster())[1]
                 if low is not None else None)
         for side, suffix in (("pt", "_pt"), ("tf", "_tf")):
             row["tokens_per_s" + suffix] = _geomean_of(

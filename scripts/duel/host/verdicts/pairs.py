@@ -5,9 +5,13 @@ precision, task, method, model and input), each mode vs eager (same framework an
 else), each later era vs the oldest (same cell and input). A pair where either point is not ok has no
 ratio (N/A), never a dropped row.
 
-A PyTorch/TensorFlow pair names each side's columns by the framework's short name (``mode_pt``,
-``status_tf``: the names ratios.csv and pairs.csv show); other pairs by the key's values.
+The frameworks are paired from the names a run has: every two of them, in the registry's order
+(frameworks.FRAMEWORKS), the earlier on top. A framework pair names each side's columns by its
+framework's short name (``mode_pt``, ``status_tf``: the names ratios.csv and pairs.csv show),
+so a table of several pairs leaves empty the columns of the frameworks a row does not pair;
+other pairs name them by the key's values.
 """
+import itertools
 from collections import namedtuple
 
 import pandas as pd
@@ -18,13 +22,70 @@ from duel.host.tables import scopes, summary
 
 SIDE = ["reported_ms", "status", "framework_version", "mode"]  # each side's columns
 JUDGED = ["n_samples", "replicate_samples"]  # to carry where the sides are judged (side)
-# A PyTorch/TensorFlow pair: the verdict's two frameworks (frameworks.PAIR: top, bottom), each
-# side's suffix (_pt, _tf), and the keys of one pair of modes in a scope (mode_pt, mode_tf).
-FRAMEWORKS = frameworks.PAIR
-FRAMEWORK_SUFFIXES = tuple("_" + frameworks.FRAMEWORKS[name].short for name in FRAMEWORKS)
-PAIR = scopes.SCOPE + ["mode" + suffix for suffix in FRAMEWORK_SUFFIXES]
 # One side of a pair as the judge (statistics.judge) reads it.
 Side = namedtuple("Side", "status reported_ms n_samples replicate_samples")
+
+
+class FrameworkPair(namedtuple("FrameworkPair", "frameworks suffixes labels")):
+    """Two frameworks compared, top / bottom (> 1: the top one slower): their names, each
+    side's column suffix (``_pt``) and label; ``modes``, the columns of one pair of modes, and
+    ``keys``, a pair of modes in a scope."""
+
+    @property
+    def modes(self):
+        return ["mode" + suffix for suffix in self.suffixes]
+
+    @property
+    def keys(self):
+        return scopes.SCOPE + self.modes
+
+    def faster(self):
+        """The verdict's words for each side clearly faster ('PyTorch faster')."""
+        return tuple(label + " faster" for label in self.labels)
+
+
+def framework_pairs(names):
+    """Every two of the frameworks ``names`` (FrameworkPair), in the registry's order; a name
+    the registry does not know is refused."""
+    registry = frameworks.FRAMEWORKS
+    unknown = sorted(set(names) - set(registry))
+    if unknown:
+        raise ValueError("no framework of that name: %s" % ", ".join(unknown))
+    ordered = [name for name in registry if name in set(names)]
+    return [FrameworkPair(two, tuple("_" + registry[name].short for name in two),
+                          tuple(registry[name].label for name in two))
+            for two in itertools.combinations(ordered, 2)]
+
+
+# The pair the run's two-sided views show (the heat maps, the sheets' side-by-side tables, the
+# site and generation's verdict): the registry's first two. The ratio tables, the statistics
+# sheet and the verdict lines hold every pair.
+SHOWN = framework_pairs(frameworks.NAMES[:2])[0]
+
+
+def in_table(table):
+    """The framework pairs whose rows ``table`` holds (a table of point_ratios or pair_summary):
+    [(pair, its rows)]."""
+    found = []
+    for pair in framework_pairs(list(frameworks.FRAMEWORKS)):
+        if set(pair.modes) <= set(table.columns):
+            rows = table[table[pair.modes].notna().all(axis=1)]
+            if len(rows):
+                found.append((pair, rows))
+    return found
+
+
+def of_row(row):
+    """The framework pair of a ratio table's row: the one whose mode columns it fills."""
+    for pair in framework_pairs(list(frameworks.FRAMEWORKS)):
+        if all(name in row and not pd.isna(row[name]) for name in pair.modes):
+            return pair
+    raise ValueError("a row of no framework pair")
+
+
+def shown(table):
+    """The rows of ratio table ``table`` of the pair SHOWN."""
+    return table[table[SHOWN.modes].notna().all(axis=1)] if len(table) else table
 
 
 def pair_up(frame, key, first, second, on, carry=(), suffixes=None):
@@ -60,13 +121,13 @@ def _ratio(numerator, denominator):
     return float(numerator) / float(denominator)
 
 
-def framework_ratios(frame, carry=()):
-    """PyTorch time / TensorFlow time for every pair of modes, per point (> 1: PyTorch slower):
-    the one pairing of the two frameworks' points (same scope, model and input); suffixes
-    FRAMEWORK_SUFFIXES (``_pt``, ``_tf``)."""
+def framework_ratios(frame, carry=(), pair=SHOWN):
+    """Top time / bottom time of framework pair ``pair`` for every pair of modes, per point
+    (> 1: the top one slower): the one pairing of two frameworks' points (same scope, model and
+    input); each side's columns end in its suffix (``_pt``, ``_tf``)."""
     on = scopes.SCOPE + scopes.MODEL_INPUT
-    return pair_up(frame, "framework", FRAMEWORKS[0], FRAMEWORKS[1], on, carry,
-                   FRAMEWORK_SUFFIXES)
+    return pair_up(frame, "framework", pair.frameworks[0], pair.frameworks[1], on, carry,
+                   pair.suffixes)
 
 
 def mode_speedups(frame):
@@ -113,8 +174,8 @@ PYTHON_COST_PAIRS = [(mode.framework, python_mode, mode.name)
                      for python_mode in modes.same_graph_in_python(mode)]
 DEPLOYED_PAIRS = [(pytorch_mode, tensorflow_mode)
                   for kind in (modes.DEPLOYED_CPP, modes.DEPLOYED_PYTHON)
-                  for pytorch_mode in modes.mode_names(FRAMEWORKS[0], (kind,))
-                  for tensorflow_mode in modes.mode_names(FRAMEWORKS[1], (kind,))]
+                  for pytorch_mode in modes.mode_names(SHOWN.frameworks[0], (kind,))
+                  for tensorflow_mode in modes.mode_names(SHOWN.frameworks[1], (kind,))]
 
 
 def python_costs(frame):

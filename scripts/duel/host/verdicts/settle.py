@@ -90,7 +90,7 @@ def needed(row, max_replicates, min_effect):
     as not to be decided (chance_to_decide, its own ratio and spread taken as the truth), else
     ``max_replicates``; None (futile) where even ``max_replicates`` would decide it less often
     than FUTILE."""
-    now = int(min(row["replicates_pt"], row["replicates_tf"]))
+    now = int(min(row["replicates" + suffix] for suffix in pairs.of_row(row).suffixes))
     if now < 2 or not row["ci_low"] > 0:
         return None
     log_ratio = math.log(row["ratio"])
@@ -112,7 +112,8 @@ def cells_to_extend(open_ratios):
     wanted = {}
     for _, row in open_ratios.iterrows():
         point = "%dx%d:%s" % (row["batch_size"], row["seq_len"], row["method"])
-        for framework, suffix in zip(pairs.FRAMEWORKS, pairs.FRAMEWORK_SUFFIXES):
+        pair = pairs.of_row(row)
+        for framework, suffix in zip(pair.frameworks, pair.suffixes):
             key = (row["era"], row["device"], framework, row["mode" + suffix], row["precision"],
                    row["task"], row["model"])
             wanted.setdefault(key, {})[point] = int(row["processes"])
@@ -145,8 +146,8 @@ def plan(points, replicates, max_replicates, min_effect, long_frame=None):
     chosen["processes"] = pd.Series([needed(row, max_replicates, min_effect)
                                      for _, row in chosen.iterrows()], dtype=object,
                                     index=chosen.index)
-    columns = ["model", "mode_pt", "mode_tf", "batch_size", "seq_len", "method", "ratio",
-               "ci_low", "ci_high", "processes"]
+    columns = ["model", "batch_size", "seq_len", "method", "ratio", "ci_low", "ci_high",
+               "processes"]
     cells = cells_to_extend(chosen[chosen["processes"].notna()] if len(chosen) else chosen)
     _noise_ratios(long_frame, cells)
     return {
@@ -154,7 +155,7 @@ def plan(points, replicates, max_replicates, min_effect, long_frame=None):
         "replicates": int(replicates),
         "max_replicates": int(max_replicates),
         "min_effect": float(min_effect),
-        "open": [dict((name, _plain(row[name])) for name in columns)
+        "open": [dict((name, _plain(row[name])) for name in pairs.of_row(row).modes + columns)
                  for _, row in chosen.iterrows()],
         "cells": cells,
     }

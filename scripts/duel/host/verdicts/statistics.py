@@ -313,31 +313,33 @@ def _told_apart(names):
     return len(named) == 2 and named[0] != named[1]
 
 
-def machines_apart(row):
-    """Why a paired row (its MACHINE_CARRY columns per side) cannot be judged over processes,
-    in a phrase, or None: a side's processes ran on several machines, or the two sides on
-    different ones (an interval between processes assumes draws from one machine)."""
+def machines_apart(row, pair=pairs.SHOWN):
+    """Why a paired row of framework pair ``pair`` (its MACHINE_CARRY columns per side) cannot
+    be judged over processes, in a phrase, or None: a side's processes ran on several machines,
+    or the two sides on different ones (an interval between processes assumes draws from one
+    machine)."""
     kind = "CPU models" if row["device"] == "cpu" else "GPU models"
-    names = [frameworks.label(framework) for framework in pairs.FRAMEWORKS]
-    counts = [row["machines" + suffix] for suffix in pairs.FRAMEWORK_SUFFIXES]
+    names = pair.labels
+    counts = [row["machines" + suffix] for suffix in pair.suffixes]
     mixed = ["%s's processes ran on %d %s" % (name, count, kind)
              for name, count in zip(names, counts) if not pd.isna(count) and count > 1]
     if mixed:
         return ", ".join(mixed)
     where = [replicates.machine({"device": row["device"], "cpu_model": row["cpu_model" + suffix],
                                  "device_name": row["device_name" + suffix]})
-             for suffix in pairs.FRAMEWORK_SUFFIXES]
+             for suffix in pair.suffixes]
     if _told_apart(where):
         return "%s ran on %s, %s on %s" % (names[0], where[0], names[1], where[1])
     return None
 
 
-def _judge(row, confidence, resamples, seed, min_effect):
-    """The ratio, interval, clear flag, decision and verdict of one paired point."""
-    top, bottom = (pairs.side(row, suffix) for suffix in pairs.FRAMEWORK_SUFFIXES)
-    judged = judge(top, bottom, row["statistic"], min_effect, "PyTorch faster",
-                   "TensorFlow faster", confidence=confidence, resamples=resamples, seed=seed)
-    apart = machines_apart(row) if judged.verdict is not None else None
+def _judge(row, pair, confidence, resamples, seed, min_effect):
+    """The ratio, interval, clear flag, decision and verdict of one point of framework pair
+    ``pair``."""
+    top, bottom = (pairs.side(row, suffix) for suffix in pair.suffixes)
+    judged = judge(top, bottom, row["statistic"], min_effect, *pair.faster(),
+                   confidence=confidence, resamples=resamples, seed=seed)
+    apart = machines_apart(row, pair) if judged.verdict is not None else None
     if apart:  # the ratio stands; an interval over processes of two machines would not
         judged = Judgement(judged.ratio, None, None, None, "not judged: " + apart, None)
     record = judged._asdict()
@@ -345,20 +347,28 @@ def _judge(row, confidence, resamples, seed, min_effect):
     if judged.verdict is None:
         record["verdict"] = "not compared: " + ", ".join(filter(None, (
             _not_ok(row["status" + suffix], framework)
-            for framework, suffix in zip(pairs.FRAMEWORKS, pairs.FRAMEWORK_SUFFIXES))))
+            for framework, suffix in zip(pair.frameworks, pair.suffixes))))
     return record
 
 
-RATIO_COLUMNS = pairs.PAIR + [
-    "model", "batch_size", "seq_len", "point", "statistic", "pytorch_ms", "tensorflow_ms",
-    "replicates_pt", "replicates_tf", "n_pt", "n_tf", "ratio", "ci_low", "ci_high", "interval",
-    "min_effect", "clear", "decision", "verdict", "disturbed"]
+def ratio_columns(pair=pairs.SHOWN):
+    """The columns of framework pair ``pair``'s rows in a ratio table (point_ratios)."""
+    return pair.keys + [
+        "model", "batch_size", "seq_len", "point", "statistic"] + [
+        name + "_ms" for name in pair.frameworks] + [
+        "replicates" + suffix for suffix in pair.suffixes] + [
+        "n" + suffix for suffix in pair.suffixes] + [
+        "ratio", "ci_low", "ci_high", "interval", "min_effect", "clear", "decision", "verdict",
+        "disturbed"]
 
 
-def _disturbed(*reasons):
-    """Which side of a pair (pairs.FRAMEWORKS) was still disturbed when it was last measured,
+RATIO_COLUMNS = ratio_columns()
+
+
+def _disturbed(pair, *reasons):
+    """Which side of framework pair ``pair`` was still disturbed when it was last measured,
     and why; None."""
-    text = ["%s: %s" % (side, reason) for side, reason in zip(pairs.FRAMEWORKS, reasons)
+    text = ["%s: %s" % (side, reason) for side, reason in zip(pair.frameworks, reasons)
             if reason is not None and not pd.isna(reason)]
     return "; ".join(text) or None
 
@@ -385,35 +395,41 @@ def point_ratios(frame, confidence=CONFIDENCE, resamples=RESAMPLES, seed=SEED,
     is weaker evidence).
     """
     frame = _with_machines(scopes.prepared(frame))
-    merged = pairs.framework_ratios(frame, carry=pairs.JUDGED + ["replicates", "disturbed"]
-                                    + MACHINE_CARRY)
-    if merged.empty:
+    blocks = []
+    for pair in pairs.framework_pairs(frame["framework"].unique() if len(frame) else []):
+        merged = pairs.framework_ratios(frame, carry=pairs.JUDGED + ["replicates", "disturbed"]
+                                        + MACHINE_CARRY, pair=pair)
+        if merged.empty:
+            continue
+        merged["statistic"] = [contract.reported_statistic(method)
+                               for method in merged["method"]]
+        for suffix in pair.suffixes:
+            merged["n" + suffix] = merged["n_samples" + suffix].fillna(0).astype(int)
+        merged["interval"] = [interval_kind(a, b) for a, b in zip(
+            *(merged["replicates" + suffix] for suffix in pair.suffixes))]
+        merged["min_effect"] = min_effect
+        judged = [_judge(row, pair, confidence, resamples, seed, min_effect)
+                  for _, row in merged.iterrows()]
+        for name in ("ratio", "ci_low", "ci_high", "clear", "decision", "verdict"):
+            merged[name] = [record[name] for record in judged]
+        merged["disturbed"] = [_disturbed(pair, *reasons) for reasons in zip(
+            *(merged["disturbed" + suffix] for suffix in pair.suffixes))]
+        for name, suffix in zip(pair.frameworks, pair.suffixes):
+            merged[name + "_ms"] = merged["reported_ms" + suffix]
+        blocks += [group for _, group in merged[ratio_columns(pair)].groupby(pair.keys,
+                                                                              sort=False)]
+    if not blocks:
         return pd.DataFrame(columns=RATIO_COLUMNS)
-    merged["statistic"] = [contract.reported_statistic(method) for method in merged["method"]]
-    merged["n_pt"] = merged["n_samples_pt"].fillna(0).astype(int)
-    merged["n_tf"] = merged["n_samples_tf"].fillna(0).astype(int)
-    merged["interval"] = [interval_kind(a, b) for a, b in
-                          zip(merged["replicates_pt"], merged["replicates_tf"])]
-    merged["min_effect"] = min_effect
-    judged = [_judge(row, confidence, resamples, seed, min_effect)
-              for _, row in merged.iterrows()]
-    for name in ("ratio", "ci_low", "ci_high", "clear", "decision", "verdict"):
-        merged[name] = [record[name] for record in judged]
-    merged["disturbed"] = [_disturbed(*reasons) for reasons in zip(
-        *(merged["disturbed" + suffix] for suffix in pairs.FRAMEWORK_SUFFIXES))]
-    merged["pytorch_ms"] = merged["reported_ms_pt"]
-    merged["tensorflow_ms"] = merged["reported_ms_tf"]
-    blocks = [group for _, group in merged[RATIO_COLUMNS].groupby(pairs.PAIR, sort=False)]
     return pd.concat(blocks, ignore_index=True)  # one block per pair, models as they ran
 
 
 def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resamples=RESAMPLES,
-                     seed=SEED):
+                     seed=SEED, pair=pairs.SHOWN):
     """Percentile bootstrap interval of the geometric-mean ratio of a pair's points: (low,
     high), or (None, None) without several processes on both sides.
 
-    ``paired``: one row per point, with each side's replicate figures and samples
-    (``replicate_figures_pt``, ``replicate_samples_tf``, ...) and ``model``. A process measured every
+    ``paired``: one row per point of framework pair ``pair``, with each side's replicate figures
+    and samples (``replicate_figures_pt``, ``replicate_samples_tf``, ...) and ``model``. A process measured every
     point of its cell, so whole processes are resampled: per resample, each model's cell on
     each side draws its replicates with replacement once, and every point of that cell pools
     the same draw. The points' ratios then move together as they did between runs.
@@ -423,7 +439,7 @@ def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resample
     counted = 0
     for _, cell in paired.groupby("model", sort=False):
         draws = {}
-        for side in pairs.FRAMEWORK_SUFFIXES:
+        for side in pair.suffixes:
             figures = [np.asarray(value, dtype=np.float64)
                        for value in cell["replicate_figures" + side]]
             sizes = [np.array([len(samples) for samples in value], dtype=np.float64)
@@ -435,8 +451,7 @@ def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resample
         for index in range(len(cell)):
             top, bottom = (replicates.pooled(figures[index][chosen], sizes[index][chosen],
                                              statistic)
-                           for figures, sizes, chosen in map(draws.get,
-                                                             pairs.FRAMEWORK_SUFFIXES))
+                           for figures, sizes, chosen in map(draws.get, pair.suffixes))
             logs += np.log(top / bottom)
             counted += 1
     if not counted:
@@ -460,83 +475,103 @@ def decisions(ratios):
 
 
 def pair_summary(ratios, points=None):
-    """Per scope and pair of modes: how many points each framework clearly wins, how many are
-    equivalent and how many undecided.
+    """Per framework pair, scope and pair of modes: how many points each framework clearly
+    wins, how many are equivalent and how many undecided.
 
-    ``geomean_ratio`` is the geometric mean of the compared points' ratios (< 1: PyTorch faster
-    on the typical point); with the point table ``points``, ``geomean_low`` and
-    ``geomean_high`` are its interval over whole processes (geomean_interval), none where a
-    point is not judged for its machines (machines_apart). ``decided`` counts the points either
-    faster or equivalent; ``not_clear``, equivalent and undecided together, is kept for the
-    readers of runs stored before the two were told apart. None counts a point not judged.
+    ``geomean_ratio`` is the geometric mean of the compared points' ratios (< 1: the top
+    framework, PyTorch of PyTorch/TensorFlow, faster on the typical point); with the point table
+    ``points``, ``geomean_low`` and ``geomean_high`` are its interval over whole processes
+    (geomean_interval), none where a point is not judged for its machines (machines_apart).
+    ``decided`` counts the points either faster or equivalent; ``not_clear``, equivalent and
+    undecided together, is kept for the readers of runs stored before the two were told apart.
+    None counts a point not judged. A pair's counts are named by its frameworks
+    (``pytorch_clearly_faster``, ``replicates_pt``).
     """
+    rows, columns = [], []
+    for pair, table in pairs.in_table(ratios):
+        intervals = _geomean_intervals(points, pair) if points is not None else {}
+        found_columns = summary_columns(pair)
+        columns += [name for name in found_columns if name not in columns]
+        for values, group in table.groupby(pair.keys, sort=False):
+            compared = group.dropna(subset=["ratio"])
+            found = decisions(group)
+            record = dict(zip(pair.keys, values))
+            record.update(
+                replicates=int(min(group["replicates" + suffix].min()
+                                   for suffix in pair.suffixes)),
+                interval=WITHIN if (group["interval"] == WITHIN).any() else BETWEEN,
+                points=int(len(group)),
+                compared=int(len(compared)),
+                equivalent=found.count(EQUIVALENT),
+                undecided=found.count(UNDECIDED),
+                disturbed=int(group["disturbed"].notna().sum()) if "disturbed" in group else 0,
+                geomean_ratio=float(np.exp(np.log(compared["ratio"].astype(float)).mean()))
+                if len(compared) else None,
+            )
+            for name, words in zip(pair.frameworks, pair.faster()):
+                record[name + "_clearly_faster"] = int((group["verdict"] == words).sum())
+            record["decided"] = found.count(FASTER) + record["equivalent"]
+            record["not_clear"] = record["equivalent"] + record["undecided"]
+            record["geomean_low"], record["geomean_high"] = intervals.get(values, (None, None))
+            rows.append(record)
+    return pd.DataFrame(rows, columns=columns or summary_columns(pairs.SHOWN))
+
+
+def summary_columns(pair=pairs.SHOWN):
+    """The columns of framework pair ``pair``'s rows in a pair_summary table."""
+    return pair.keys + ["replicates", "interval", "points", "compared"] + [
+        name + "_clearly_faster" for name in pair.frameworks] + [
+        "equivalent", "undecided", "decided", "not_clear", "disturbed", "geomean_ratio",
+        "geomean_low", "geomean_high"]
+
+
+def _geomean_intervals(points, pair):
+    """{pair of modes' keys: geomean_interval} of framework pair ``pair`` in point table
+    ``points``, none where a point's processes ran on several machines (machines_apart)."""
+    paired = pairs.framework_ratios(_with_machines(scopes.prepared(points)),
+                                    carry=["replicate_figures", "replicate_samples"]
+                                    + MACHINE_CARRY, pair=pair)
+    ok = (paired["status" + pair.suffixes[0]] == "ok") & (paired["status" + pair.suffixes[1]]
+                                                         == "ok")
     intervals = {}
-    if points is not None:
-        paired = pairs.framework_ratios(_with_machines(scopes.prepared(points)),
-                                        carry=["replicate_figures", "replicate_samples"]
-                                        + MACHINE_CARRY)
-        if not paired.empty:
-            paired = paired[(paired["status_pt"] == "ok") & (paired["status_tf"] == "ok")]
-            for values, group in paired.groupby(pairs.PAIR, sort=False):
-                if any(machines_apart(row) for _, row in group.iterrows()):
-                    continue  # processes of several machines: no interval over them
-                statistic = contract.reported_statistic(group["method"].iloc[0])
-                intervals[values] = geomean_interval(group, statistic)
-    rows = []
-    for values, group in ratios.groupby(pairs.PAIR, sort=False):
-        compared = group.dropna(subset=["ratio"])
-        found = decisions(group)
-        record = dict(zip(pairs.PAIR, values))
-        record.update(
-            replicates=int(min(group["replicates_pt"].min(), group["replicates_tf"].min())),
-            interval=WITHIN if (group["interval"] == WITHIN).any() else BETWEEN,
-            points=int(len(group)),
-            compared=int(len(compared)),
-            pytorch_clearly_faster=int((group["verdict"] == "PyTorch faster").sum()),
-            tensorflow_clearly_faster=int((group["verdict"] == "TensorFlow faster").sum()),
-            equivalent=found.count(EQUIVALENT),
-            undecided=found.count(UNDECIDED),
-            disturbed=int(group["disturbed"].notna().sum()) if "disturbed" in group else 0,
-            geomean_ratio=float(np.exp(np.log(compared["ratio"].astype(float)).mean()))
-            if len(compared) else None,
-        )
-        record["decided"] = found.count(FASTER) + record["equivalent"]
-        record["not_clear"] = record["equivalent"] + record["undecided"]
-        record["geomean_low"], record["geomean_high"] = intervals.get(values, (None, None))
-        rows.append(record)
-    return pd.DataFrame(rows, columns=pairs.PAIR + [
-        "replicates", "interval", "points", "compared", "pytorch_clearly_faster",
-        "tensorflow_clearly_faster", "equivalent", "undecided", "decided", "not_clear",
-        "disturbed", "geomean_ratio", "geomean_low", "geomean_high"])
+    for values, group in paired[ok].groupby(pair.keys, sort=False):
+        if any(machines_apart(row, pair) for _, row in group.iterrows()):
+            continue  # processes of several machines: no interval over them
+        statistic = contract.reported_statistic(group["method"].iloc[0])
+        intervals[values] = geomean_interval(group, statistic, pair=pair)
+    return intervals
 
 
-# A pair_summary row's counts in the words the verdict lines and the pages show.
-COUNT_WORDS = [("pytorch_clearly_faster", "PyTorch faster"),
-               ("tensorflow_clearly_faster", "TensorFlow faster"),
-               ("equivalent", EQUIVALENT), ("undecided", UNDECIDED)]
+def count_words(pair=pairs.SHOWN):
+    """[(column, words)]: a pair_summary row's counts of framework pair ``pair`` in the words
+    the verdict lines and the pages show."""
+    return [(name + "_clearly_faster", words)
+            for name, words in zip(pair.frameworks, pair.faster())] + [
+        ("equivalent", EQUIVALENT), ("undecided", UNDECIDED)]
 
 
-def pair_counts(record):
-    """[(words, count)] of a pair_summary row (COUNT_WORDS); a row stored before equivalent and
-    undecided were told apart gives its ``not_clear`` as 'not clear'."""
+def pair_counts(record, pair=pairs.SHOWN):
+    """[(words, count)] of a pair_summary row of framework pair ``pair`` (count_words); a row
+    stored before equivalent and undecided were told apart gives its ``not_clear`` as 'not
+    clear'."""
     def count(name):
         value = record.get(name)
         return None if value is None or pd.isna(value) else int(value)
-    counted = [(words, count(name)) for name, words in COUNT_WORDS]
+    counted = [(words, count(name)) for name, words in count_words(pair)]
     if None in (counted[2][1], counted[3][1]):
         return counted[:2] + [("not clear", count("not_clear") or 0)]
     return counted
 
 
-def geomean_winner(record, min_effect):
-    """The framework (pairs.FRAMEWORKS) a pair_summary row's geometric-mean ratio clearly
-    favours, by its interval over processes (verdict); None where that is not clear or there is
-    no interval."""
+def geomean_winner(record, min_effect, pair=pairs.SHOWN):
+    """The framework of framework pair ``pair`` that a pair_summary row's geometric-mean ratio
+    clearly favours (its name), by its interval over processes (verdict); None where that is
+    not clear or there is no interval."""
     low, high = record.get("geomean_low"), record.get("geomean_high")
     if low is None or high is None or pd.isna(low) or pd.isna(high):
         return None
     clear, winner = verdict(float(record["geomean_ratio"]), low, high, min_effect,
-                            *pairs.FRAMEWORKS)
+                            *pair.frameworks)
     return winner if clear else None
 
 

@@ -12,7 +12,7 @@ from duel.cell import contract  # noqa: E402
 from duel.host.render.plots.base import (  # noqa: E402
     GAP_NOTE, _by_scope, _panels, _title, _wrapped)
 from duel.host.tables import scopes, summary  # noqa: E402
-from duel.host.verdicts import statistics  # noqa: E402
+from duel.host.verdicts import pairs, statistics  # noqa: E402
 
 
 def _heat_colour_limit(ratios):
@@ -23,10 +23,11 @@ def _heat_colour_limit(ratios):
 
 
 def ratio_charts(frame, ratios):
-    """At a glance: a heat map per pair of modes, rows models, columns points."""
+    """At a glance: a heat map per pair of modes, rows models, columns points, of the pair the
+    run's views show (pairs.SHOWN)."""
+    ratios = pairs.shown(ratios).copy()
     if ratios.empty:
         return
-    ratios = ratios.copy()
     ratios["precision"] = ratios["precision"].fillna(summary.MIGRATED_DEFAULTS["precision"])
     for values, group in _by_scope(frame):
         selected = ratios

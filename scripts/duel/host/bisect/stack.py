@@ -35,8 +35,10 @@ def package(framework):
 
 
 def other(framework):
-    """The package of the framework a bisection holds while it moves ``framework``."""
-    return [frameworks.package(name) for name in frameworks.NAMES if name != framework][0]
+    """The package of the framework a bisection holds while it moves ``framework``. Two-sided:
+    a bisection moves one framework of the pair the verdict shows (the registry's first two,
+    pairs.SHOWN) and holds the other."""
+    return [frameworks.package(name) for name in frameworks.NAMES[:2] if name != framework][0]
 
 
 def era_name(framework, version):

@@ -47,11 +47,11 @@ def at_a_terminal():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start(workdir, config, *args):
+def start(workdir, config, *args, cores="all"):
     """The real workflow in its own process group (so a signal reaches all of it), logging to a
     file in ``workdir``, with Ctrl-C's default action: (process, log path)."""
     command = [sys.executable, "-m", "snakemake", "-s", os.path.join(REPO, "Snakefile"),
-               "--directory", str(workdir), "--cores", "all", "--configfile", config] + list(args)
+               "--directory", str(workdir), "--cores", cores, "--configfile", config] + list(args)
     log_path = os.path.join(str(workdir), "run-%d.log" % time.time_ns())
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=str(workdir), stdout=log,
@@ -108,10 +108,10 @@ def interrupted_run(tmp_path_factory, models_folder):
     --rerun-incomplete); then the same command again. Returns (workdir, second runs, what
     was on disk after the interrupt, resumed run)."""
     workdir = tmp_path_factory.mktemp("interrupted")
-    # Points of two seconds: where the two cells run side by side, the later one is still
-    # running a second after the first ends (TensorFlow's cell times two modes).
+    # One job at a time, points of two seconds: a second after the first cell's end the next
+    # cell is still running (two cells side by side may end within that second).
     config = tiny_config(workdir, models_folder, duel=dict(QUICK["duel"], min_time_s=2.0))
-    process, log_path = start(workdir, config)
+    process, log_path = start(workdir, config, cores="1")
     try:
         wait_for(lambda: os.path.exists(os.path.join(
             str(workdir), "results", "logs", "reference")), "the reference job's start")
@@ -119,7 +119,7 @@ def interrupted_run(tmp_path_factory, models_folder):
         # with --rerun-incomplete, as Snakemake then advises, it must meet the lock.
         with ThreadPoolExecutor(2) as pool:
             second = list(pool.map(lambda extra: snakemake(
-                workdir, "--cores", "all", *extra, "--configfile", config, check=False,
+                workdir, "--cores", "1", *extra, "--configfile", config, check=False,
                 timeout=120), ([], ["--rerun-incomplete"])))
         wait_for(lambda: steps_done(log_path, 2), "the first cell's end")
         time.sleep(1.0)  # the next cell is running now
@@ -132,7 +132,7 @@ def interrupted_run(tmp_path_factory, models_folder):
             process.wait(timeout=30)
     with open(log_path) as log:
         first_log = log.read()
-    resumed = snakemake(workdir, "--cores", "all", "--configfile", config, check=False)
+    resumed = snakemake(workdir, "--cores", "1", "--configfile", config, check=False)
     return workdir, config, second, first_log, kept, resumed
 
 

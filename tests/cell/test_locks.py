@@ -161,8 +161,8 @@ def test_set_up_with_pips_defaults_takes_torchs_cpu_build_from_the_torch_index(t
     the same index serving a wheel of other bytes is refused."""
     pin = "torch==" + locks.read_pins(path("envs/current-cpu.txt"))["torch"]
     wheels = tmp_path / "wheels"  # the wheel, from this machine's own sources
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
-                    ":all:", "-d", str(wheels), pin], check=True, timeout=1200)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--only-binary", ":all:", "-d", str(wheels), pin], check=True, timeout=1200)
     wheel, = wheels.glob("torch-*.whl")
     uv_cache = tmp_path / "uv-cache"
     retry = "setup.sh: this machine's package sources lack a pin; again, with torch's CPU index"

@@ -168,8 +168,8 @@ def point_ratios(frame, min_effect=statistics.MIN_EFFECT):
 
 
 def generation_verdict(frame, min_effect=statistics.MIN_EFFECT):
-    """Per scope and pair of modes (pairs.SHOWN.keys) of task generation, COLUMNS: the points paired,
-    the fewest processes a side, the interval's kind, each figure's geometric-mean ratio
+    """Per scope and pair of modes (pairs.SHOWN.keys) of task generation, COLUMNS: the points
+    paired, the fewest processes a side, the interval's kind, each figure's geometric-mean ratio
     (PyTorch / TensorFlow), its interval and the decision of the ratio so judged, tokens per
     second of each side (geometric means), and the paired points whose tokens, checked on both
     sides, on the worse side all agreed with PyTorch eager's, first diverged at a near-tie, or

@@ -429,10 +429,11 @@ def geomean_interval(paired, statistic="median", confidence=CONFIDENCE, resample
     high), or (None, None) without several processes on both sides.
 
     ``paired``: one row per point of framework pair ``pair``, with each side's replicate figures
-    and samples (``replicate_figures_pt``, ``replicate_samples_tf``, ...) and ``model``. A process measured every
-    point of its cell, so whole processes are resampled: per resample, each model's cell on
-    each side draws its replicates with replacement once, and every point of that cell pools
-    the same draw. The points' ratios then move together as they did between runs.
+    and samples (``replicate_figures_pt``, ``replicate_samples_tf``, ...) and ``model``. A
+    process measured every point of its cell, so whole processes are resampled: per resample,
+    each model's cell on each side draws its replicates with replacement once, and every point
+    of that cell pools the same draw. The points' ratios then move together as they did between
+    runs.
     """
     rng = np.random.default_rng(seed)
     logs = np.zeros(resamples)
@@ -490,8 +491,7 @@ def pair_summary(ratios, points=None):
     rows, columns = [], []
     for pair, table in pairs.in_table(ratios):
         intervals = _geomean_intervals(points, pair) if points is not None else {}
-        found_columns = summary_columns(pair)
-        columns += [name for name in found_columns if name not in columns]
+        columns += [name for name in summary_columns(pair) if name not in columns]
         for values, group in table.groupby(pair.keys, sort=False):
             compared = group.dropna(subset=["ratio"])
             found = decisions(group)
